@@ -1,0 +1,36 @@
+// quickstart: what tessera found on this CPU, and a small computation through the
+// run-time dispatched kernels.
+#include <cstdio>
+#include <vector>
+
+#include "tessera/tessera.hpp"
+
+int main() {
+    using namespace tessera;
+    try {
+        std::fputs(simd::report().c_str(), stdout);
+
+        // A dot product and an axpy on 1000 floats, with the arch chosen at run time.
+        std::vector<float> x(1000), y(1000);
+        for (std::size_t i = 0; i < x.size(); ++i) {
+            x[i] = static_cast<float>(i) * 0.001f;
+            y[i] = 1.0f - static_cast<float>(i) * 0.0005f;
+        }
+        const float d = simd::call<kernels::dot_f32>(x.data(), y.data(), x.size());
+        simd::call<kernels::axpy_f32>(2.0f, x.data(), y.data(), y.size());
+        std::printf("dot(x, y) = %.4f   y[999] after y += 2x: %.4f\n", static_cast<double>(d),
+                    static_cast<double>(y[999]));
+
+        // Round a row to f16 and back.
+        std::vector<f16> h(x.size());
+        simd::call<kernels::f32_to_f16>(x.data(), h.data(), x.size());
+        std::vector<float> back(x.size());
+        simd::call<kernels::f16_to_f32>(h.data(), back.data(), h.size());
+        std::printf("x[123] = %.6f, as f16 = 0x%04x = %.6f\n", static_cast<double>(x[123]), h[123].bits,
+                    static_cast<double>(back[123]));
+        return 0;
+    } catch (const error& e) {
+        std::fprintf(stderr, "quickstart: %s\n", e.what());
+        return 1;
+    }
+}

@@ -1,0 +1,6 @@
+// Every kernel header. The generated per-arch units include this file, so a kernel
+// whose header is listed here is instantiated for every arch of the build.
+#pragma once
+
+#include "tessera/kernels/convert.hpp"
+#include "tessera/kernels/vec.hpp"

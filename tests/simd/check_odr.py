@@ -1,0 +1,98 @@
+#!/usr/bin/env python3
+"""ODR check for the per-arch kernel units.
+
+usage: check_odr.py BINARY UNIT_LIB...
+
+1. Each wide unit (libtessera_unit_<arch>.a) may define, with external or weak
+   linkage, only symbols tagged with its own arch (tessera::simd::<arch> or the
+   matching xsimd arch). An untagged inline function compiled there with wide flags
+   could be picked by the linker for everyone: that is the leak this test forbids.
+2. In the linked BINARY, no function outside the arch-tagged instantiations may
+   contain a VEX/EVEX instruction, a YMM/ZMM/mask register, or an SSE4 instruction.
+"""
+import re
+import subprocess
+import sys
+
+WIDE_TAGS = {
+    "sse4_2": ["simd::sse4_2", "xsimd::sse4_2"],
+    "avx2": ["simd::avx2", "xsimd::avx2"],
+    "avx512bw": ["simd::avx512bw", "xsimd::avx512bw"],
+    "avx512vnni": ["simd::avx512vnni", "xsimd::avx512bw"],
+}
+ALL_TAGS = sorted({t for tags in WIDE_TAGS.values() for t in tags} | {"xsimd::avx512", "xsimd::fma3<xsimd::avx"})
+SSE4 = {"pshufb", "pblendvb", "blendvps", "blendvpd", "ptest", "pmulld", "pminsd", "pmaxsd", "pminud", "pmaxud",
+        "pcmpeqq", "pcmpgtq", "packusdw", "roundps", "roundss", "roundsd", "dpps", "pextrd", "pinsrd", "pextrq",
+        "pinsrq", "insertps", "popcnt", "crc32", "lzcnt", "tzcnt", "pmovzxwd", "pmovzxbw", "pmovsxbw", "pmovsxwd",
+        "pmovzxbd", "pmovsxbd", "palignr", "pabsd", "pabsw", "pabsb", "phaddd", "pmaddubsw"}
+
+
+def run(*cmd):
+    return subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+
+
+def check_units(libs):
+    bad = []
+    for lib in libs:
+        m = re.search(r"tessera_unit_([a-z0-9_]+)\.a$", lib)
+        if not m:
+            continue
+        arch = m.group(1)
+        if arch == "scalar":
+            continue
+        tags = WIDE_TAGS[arch]
+        n = 0
+        for line in run("nm", "-C", "--defined-only", lib).splitlines():
+            parts = line.split(" ", 2)
+            if len(parts) < 3 or parts[1] not in "TWVuBDR":
+                continue  # local symbols cannot leak
+            if parts[2].startswith("DW.ref."):
+                continue  # a data pointer to the C++ personality routine, not code
+            n += 1
+            if not any(t in parts[2] for t in tags):
+                bad.append(f"{arch} unit defines untagged symbol: {parts[2]}")
+        print(f"{arch}: {n} exported symbols, all tagged" if not bad else f"{arch}: checked {n} symbols")
+    return bad
+
+
+def check_binary(binary):
+    bad = []
+    func = None
+    wide_ok = False
+    funcs = 0
+    for line in run("objdump", "-d", "-C", "--no-show-raw-insn", binary).splitlines():
+        h = re.match(r"^[0-9a-f]+ <(.*)>:$", line)
+        if h:
+            func = h.group(1)
+            wide_ok = any(t in func for t in ALL_TAGS)
+            funcs += 1
+            continue
+        if func is None or wide_ok:
+            continue
+        ins = re.match(r"^\s+[0-9a-f]+:\s+(\S+)\s*(.*)$", line)
+        if not ins:
+            continue
+        mnem, ops = ins.group(1), ins.group(2)
+        wide = ("%ymm" in ops or "%zmm" in ops or re.search(r"%k[0-7]\b", ops)
+                or (mnem.startswith("v") and mnem not in ("verr", "verw"))
+                or mnem in SSE4)
+        if wide:
+            bad.append(f"untagged function {func} uses {mnem} {ops}")
+    print(f"binary: {funcs} functions scanned")
+    return bad
+
+
+def main():
+    binary, libs = sys.argv[1], sys.argv[2:]
+    problems = check_units(libs) + check_binary(binary)
+    for p in problems[:50]:
+        print("LEAK:", p)
+    if problems:
+        print(f"{len(problems)} problem(s)")
+        return 1
+    print("no wide code outside arch-tagged instantiations")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
