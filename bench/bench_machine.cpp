@@ -1,1 +1,0 @@
-int bench_placeholder_m = 0;
