@@ -6,6 +6,7 @@
 #include "tessera/core/f16.hpp"
 #include "tessera/core/type_id.hpp"
 #include "tessera/kernels/all.hpp"
+#include "tessera/quant/blocks.hpp"
 #include "tessera/simd/arch.hpp"
 #include "tessera/simd/cpu.hpp"
 #include "tessera/simd/dispatch.hpp"
