@@ -23,7 +23,10 @@ public:
         std::size_t size;
     };
 
-    constexpr explicit free_list(std::size_t alignment = 64) : alignment_(alignment) {
+    // prefer_high_offset: among free blocks of the best-fitting size take the highest
+    // (ggml's choice) rather than the lowest.
+    constexpr explicit free_list(std::size_t alignment = 64, bool prefer_high_offset = false)
+        : alignment_(alignment), prefer_high_(prefer_high_offset) {
         detail::check_alignment(alignment, "free_list");
     }
 
@@ -41,6 +44,7 @@ public:
         live_ += size;
         if (live_ > max_live_) max_live_ = live_;
         if (const block* b = by_size_.lower_bound(block{0, size})) {
+            if (prefer_high_ && b->size < max_measure_size) b = by_size_.predecessor(block{0, b->size + 1});
             const block found = *b;
             by_size_.erase(found);
             by_offset_.erase(found);
@@ -118,6 +122,7 @@ private:
     }
 
     std::size_t alignment_;
+    bool prefer_high_ = false;
     std::size_t end_ = 0;
     std::size_t peak_ = 0;
     std::size_t live_ = 0;

@@ -16,7 +16,9 @@
 //     of new memory. gallocr demands a source with exactly one reader; here it is
 //     enough that this node is the last one;
 //   * placement is best fit among the free blocks inside the buffer, else the end of
-//     the buffer grows; freed blocks merge with free neighbours (memory::free_list).
+//     the buffer grows; freed blocks merge with free neighbours (memory::free_list);
+//   * being offline, it plans the graph with a few policies (tie-break between equal
+//     blocks, gallocr's stricter in-place rule) and keeps the smallest peak.
 // It runs in constant evaluation, so small plans are checked with static_assert.
 #pragma once
 
@@ -202,15 +204,25 @@ constexpr void validate(std::span<const tensor_desc> g, std::size_t n_buffers) {
 }
 }  // namespace detail
 
-// Plans `graph` (tensors in topological order) into one buffer per entry of
-// `alignments` (tensor_desc::buffer_id indexes it). O(n log n + sources).
-constexpr plan plan_graph(std::span<const tensor_desc> graph, std::span<const std::size_t> alignments) {
+// The choices a single planning pass makes; plan_graph tries them all and keeps the
+// plan with the smallest total peak (the first one on ties).
+struct plan_policy {
+    bool prefer_high_offset = false;  // among equally good free blocks take the highest (ggml's tie-break)
+    bool inplace_sole_reader = false; // in place only over a source read by this node alone (ggml's rule)
+};
+inline constexpr std::array<plan_policy, 4> all_policies = {
+    plan_policy{false, false}, plan_policy{true, false}, plan_policy{false, true}, plan_policy{true, true}};
+
+// One planning pass of `graph` (tensors in topological order) into one buffer per
+// entry of `alignments` (tensor_desc::buffer_id indexes it). O(n log n + sources).
+constexpr plan plan_graph(std::span<const tensor_desc> graph, std::span<const std::size_t> alignments,
+                          plan_policy policy) {
     detail::validate(graph, alignments.size());
     const std::size_t n = graph.size();
 
     std::vector<free_list> lists;
     lists.reserve(alignments.size());
-    for (std::size_t a : alignments) lists.push_back(free_list(a));
+    for (std::size_t a : alignments) lists.push_back(free_list(a, policy.prefer_high_offset));
 
     plan p;
     p.buffer.assign(n, -1);
@@ -238,6 +250,7 @@ constexpr plan plan_graph(std::span<const tensor_desc> graph, std::span<const st
         if (t.is(tensor_flags::output)) pinned[static_cast<std::size_t>(p.root[i])] = 1;
         for (int s : t.sources()) ++refs[static_cast<std::size_t>(s)];
     }
+    const std::vector<int> all_refs = refs;  // readers and views over the whole graph
     auto planned = [&](std::size_t r) { return !graph[r].is_view() && !graph[r].is(tensor_flags::external); };
 
     auto place = [&](std::size_t i) {
@@ -284,6 +297,8 @@ constexpr plan plan_graph(std::span<const tensor_desc> graph, std::span<const st
                     for (int s2 : t.sources()) uses_here += static_cast<std::size_t>(s2) == s ? 1 : 0;
                     if (refs[s] != uses_here) continue;     // someone after this node still reads s
                     if (s != r && refs[r] != 1) continue;   // the root has other readers or views
+                    if (policy.inplace_sole_reader && (all_refs[s] != uses_here || (s != r && all_refs[r] != 1)))
+                        continue;
                     const std::size_t need = lists[static_cast<std::size_t>(t.buffer_id)].padded(t.size);
                     p.buffer[i] = t.buffer_id;
                     p.offset[i] = p.offset[r];
@@ -324,10 +339,25 @@ constexpr plan plan_graph(std::span<const tensor_desc> graph, std::span<const st
     return p;
 }
 
+// Plans `graph` with every policy in all_policies and returns the plan with the
+// smallest total peak (the first on ties). Four passes: still O(n log n).
+constexpr plan plan_graph(std::span<const tensor_desc> graph, std::span<const std::size_t> alignments) {
+    plan best = plan_graph(graph, alignments, all_policies[0]);
+    for (std::size_t k = 1; k < all_policies.size(); ++k) {
+        plan p = plan_graph(graph, alignments, all_policies[k]);
+        if (p.total_peak() < best.total_peak()) best = static_cast<plan&&>(p);
+    }
+    return best;
+}
+
 // One buffer with the given alignment.
 constexpr plan plan_graph(std::span<const tensor_desc> graph, std::size_t alignment = 64) {
     const std::size_t a[1] = {alignment};
     return plan_graph(graph, std::span<const std::size_t>(a, 1));
+}
+constexpr plan plan_graph(std::span<const tensor_desc> graph, std::size_t alignment, plan_policy policy) {
+    const std::size_t a[1] = {alignment};
+    return plan_graph(graph, std::span<const std::size_t>(a, 1), policy);
 }
 
 // A plan in fixed-size arrays, so it can be a constexpr variable (a std::vector
