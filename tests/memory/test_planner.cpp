@@ -136,7 +136,7 @@ TEST_CASE("in place needs the last reader, equal size and layout, and no live vi
     auto p = plan_graph(g);
     CHECK(p.inplace_of[2] == -1);
     CHECK(p.inplace_of[3] == 1);  // the last reader of a (and of b) runs in place over a
-    // gallocr would refuse here (a has two children); the planner only needs d to be last.
+    // (gallocr agrees here: at d, a has one child left.)
     g[2].size = 32;  // smaller: not in place over a either way
     p = plan_graph(g);
     CHECK(p.inplace_of[2] == -1);

@@ -13,8 +13,9 @@
 //     take no bytes; a view keeps its parent alive while it or its readers live;
 //   * an op marked can_inplace takes over the memory of a source that dies at that
 //     node (same size and layout key, same buffer, not an input or output) instead
-//     of new memory. gallocr demands a source with exactly one reader; here it is
-//     enough that this node is the last one;
+//     of new memory. Like gallocr, this node must be the source's last reader;
+//     unlike gallocr, it may read the source more than once (x * x), and a view
+//     source qualifies (gallocr never takes over a view's root);
 //   * placement is best fit among the free blocks inside the buffer, else the end of
 //     the buffer grows; freed blocks merge with free neighbours (memory::free_list);
 //   * being offline, it plans the graph with a few policies (tie-break between equal
@@ -208,7 +209,8 @@ constexpr void validate(std::span<const tensor_desc> g, std::size_t n_buffers) {
 // plan with the smallest total peak (the first one on ties).
 struct plan_policy {
     bool prefer_high_offset = false;  // among equally good free blocks take the highest (ggml's tie-break)
-    bool inplace_sole_reader = false; // in place only over a source read by this node alone (ggml's rule)
+    bool inplace_sole_reader = false; // in place only over a source no other node ever reads (a
+                                      // stricter rule that sometimes leaves a better layout)
 };
 inline constexpr std::array<plan_policy, 4> all_policies = {
     plan_policy{false, false}, plan_policy{true, false}, plan_policy{false, true}, plan_policy{true, true}};
