@@ -197,3 +197,44 @@ TEST_CASE("bad graphs are rejected with the tensor and the reason") {
     CHECK_THROWS_WITH_AS(op(8, {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}), "tensor_desc: more than 10 sources", error);
     CHECK_THROWS_AS(plan_graph(std::array{input(8)}, 48), error);  // alignment not a power of two
 }
+
+TEST_CASE("garbage descriptions give an error or a plan, never a crash") {
+    std::uint64_t state = 0x9e3779b97f4a7c15ull;
+    auto next = [&] {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        return state;
+    };
+    int errors = 0, plans = 0;
+    for (int iter = 0; iter < 2000; ++iter) {
+        std::vector<tensor_desc> g(1 + next() % 12);
+        for (std::size_t i = 0; i < g.size(); ++i) {
+            auto& t = g[i];
+            const bool wild = next() % 8 == 0;  // mostly sane fields, sometimes anything
+            const auto below = [&] { return i == 0 ? 0 : static_cast<int>(next() % i); };
+            t.size = wild && next() % 2 ? next() : next() % 512;
+            t.flags = static_cast<tensor_flags>(next() % (wild ? 8 : 3));
+            t.buffer_id = wild ? static_cast<int>(next() % 4) - 1 : static_cast<int>(next() % 2);
+            t.view_of = wild ? static_cast<int>(next() % 16) - 8 : (next() % 4 == 0 && i > 0 ? below() : -1);
+            t.view_offset = wild ? next() : 0;
+            t.can_inplace = next() % 2;
+            t.layout = next() % 2;
+            t.n_srcs = wild ? static_cast<int>(next() % 14) - 2 : (i == 0 ? 0 : static_cast<int>(next() % 3));
+            for (auto& s : t.srcs) s = wild ? static_cast<int>(next() % 16) - 3 : below();
+            if (t.view_of >= 0 && !wild) t.size = g[static_cast<std::size_t>(t.view_of)].size / 2;
+        }
+        const std::size_t al[2] = {16, 64};
+        try {
+            const auto p = plan_graph(g, al);
+            ++plans;
+            CHECK(p.offset.size() == g.size());
+        } catch (const error& e) {
+            ++errors;
+            CHECK((e.code() == errc::invalid_argument || e.code() == errc::out_of_memory));
+        }
+    }
+    CHECK(errors > 100);
+    CHECK(plans > 100);
+    MESSAGE(plans << " garbage graphs planned, " << errors << " rejected");
+}

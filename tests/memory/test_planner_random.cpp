@@ -146,6 +146,12 @@ TEST_CASE("random DAGs: no overlap of live tensors, alignment, same results as f
         }
         for (const auto& bs : p.buffers) CHECK(bs.max_live <= bs.peak);
         CHECK(count_conflicts(g, p) == 0);
+        // every single policy is safe on its own, and the best of them is the minimum
+        for (const auto& pol : all_policies) {
+            const auto q = plan_graph(g, std::span<const std::size_t>(al, two_buffers ? 2 : 1), pol);
+            CHECK(count_conflicts(g, q) == 0);
+            CHECK(p.total_peak() <= q.total_peak());
+        }
 
         // planned memory versus one fresh buffer per tensor
         std::vector<host_buffer> planned;
