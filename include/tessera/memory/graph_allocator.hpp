@@ -36,6 +36,10 @@ inline bound_graph bind(const plan& p, std::span<std::byte* const> bases, std::s
     for (std::size_t i = 0; i < p.offset.size(); ++i) {
         std::byte* base = nullptr;
         if (p.buffer[i] >= 0) {
+            if (static_cast<std::size_t>(p.buffer[i]) >= bases.size())
+                fail(errc::invalid_argument, "bind: tensor " + std::to_string(i) + " is in buffer " +
+                                                 std::to_string(p.buffer[i]) + " but " +
+                                                 std::to_string(bases.size()) + " buffer bases were given");
             base = bases[static_cast<std::size_t>(p.buffer[i])];
         } else {
             const auto r = static_cast<std::size_t>(p.root[i]);
