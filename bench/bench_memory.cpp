@@ -48,6 +48,7 @@ void report(benchmark::State& state, const std::vector<tensor_desc>& g, const pl
     state.counters["peak_over_max_live"] =
         static_cast<double>(p.total_peak()) / static_cast<double>(p.buffers[0].max_live);
     state.counters["fragmentation"] = p.buffers[0].fragmentation();
+    state.counters["max_free_blocks"] = static_cast<double>(p.buffers[0].max_free_blocks);  // gallocr caps it at 256
 }
 
 // Invert turns the rate into seconds per item; scale to ns in the name only.
