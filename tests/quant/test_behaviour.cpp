@@ -249,3 +249,24 @@ TEST_CASE("NaN and infinity in the data: finite work, no crash, no sanitizer rep
         }
     }
 }
+
+TEST_CASE("arbitrary block bytes dequantize and dot without undefined behaviour") {
+    // Any bit pattern is a valid block to read (GGUF data is untrusted): random bytes,
+    // all-ones and all-zeros blocks go through dequantize_row and vec_dot_row.
+    const std::int64_t n = 512;
+    std::vector<unsigned char> xb(4096), yb(4096);
+    std::uint64_t s = 12345;
+    for (int pattern = 0; pattern < 3; ++pattern) {
+        for (std::size_t i = 0; i < xb.size(); ++i) {
+            s = s * 6364136223846793005ull + 1442695040888963407ull;
+            xb[i] = pattern == 0 ? static_cast<unsigned char>(s >> 56) : (pattern == 1 ? 0xff : 0x00);
+            yb[i] = static_cast<unsigned char>(s >> 48);
+        }
+        for (type_id t : all_types) {
+            CAPTURE(type_name(t));
+            std::vector<float> y(n);
+            dequantize_row(t, xb.data(), y.data(), n);
+            (void)vec_dot_row(t, n, xb.data(), yb.data());
+        }
+    }
+}
