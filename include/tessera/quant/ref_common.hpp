@@ -59,6 +59,17 @@ inline std::uint8_t trunc_u8(float v) noexcept {
 // a > b ? a : b, as ggml's MAX macro: a NaN in b propagates.
 inline float max_keep_nan(float a, float b) noexcept { return a > b ? a : b; }
 
+// roundf (halves away from zero) to int8 as ggml's (int8_t)roundf(v): for |v| < 2^23
+// the fraction v - trunc(v) is exact, so comparing it with 0.5 is roundf exactly,
+// without a libm call; NaN and huge values take the general path.
+inline std::int8_t round_away_i8(float v) noexcept {
+    if (!(std::fabs(v) < 8388608.0f)) return trunc_i8(std::round(v));
+    const auto t = static_cast<std::int32_t>(v);
+    const float frac = v - static_cast<float>(t);
+    const std::int32_t i = t + static_cast<std::int32_t>(frac >= 0.5f) - static_cast<std::int32_t>(frac <= -0.5f);
+    return static_cast<std::int8_t>(static_cast<std::uint8_t>(static_cast<std::uint32_t>(i) & 0xffu));
+}
+
 inline float f16_round(float v) noexcept { return f16::from_float(v).to_float(); }
 
 // The signed value of largest magnitude (first one on ties) and its magnitude.
