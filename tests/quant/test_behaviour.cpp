@@ -231,6 +231,9 @@ TEST_CASE("typed API: partial blocks and negative counts are refused") {
     CHECK_THROWS_AS(dequantize_row(type_id::q5_1, buf.data(), x.data(), 48), tessera::error);
     CHECK_THROWS_AS((void)vec_dot_row(type_id::tq1_0, 255, buf.data(), buf.data()), tessera::error);
     CHECK(quantize(type_id::q6_K, x.data(), buf.data(), 0, 256) == 0);
+    CHECK_THROWS_AS(quantize(type_id::q4_0, x.data(), buf.data(), INT64_MAX / 4, 64), tessera::error);
+    CHECK_THROWS_AS(quantize(type_id::q4_0, x.data(), nullptr, 1, 64), tessera::error);
+    CHECK_THROWS_AS(dequantize_row(type_id::q4_0, nullptr, x.data(), 64), tessera::error);
 }
 
 TEST_CASE("NaN and infinity in the data: finite work, no crash, no sanitizer report") {
