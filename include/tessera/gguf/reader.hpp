@@ -111,9 +111,19 @@ struct parser {
     }
 
     std::string where() const {
-        std::string s = cur_key.empty() ? "key #" + std::to_string(cur_key_index)
-                                        : "key " + quote(cur_key);
-        for (int d = 0; d < cur_depth; ++d) s += "[" + std::to_string(idx[static_cast<std::size_t>(d)]) + "]";
+        // Built by appending: GCC 12 gives a false -Wrestrict on "literal" + std::string&&.
+        std::string s = "key ";
+        if (cur_key.empty()) {
+            s += '#';
+            s += std::to_string(cur_key_index);
+        } else {
+            s += quote(cur_key);
+        }
+        for (int d = 0; d < cur_depth; ++d) {
+            s += '[';
+            s += std::to_string(idx[static_cast<std::size_t>(d)]);
+            s += ']';
+        }
         return s;
     }
 
