@@ -7,6 +7,8 @@
 # The corpus is made of the seeds gguf_fuzz_seeds writes plus, when the shared test
 # data is present (TESSERA_SHARED_DATA, else ../shared/data), its small GGUF files and
 # 4 KiB prefixes of the larger ones, copied into a temporary folder (never the repo).
+# A single allocation over 64 MiB counts as a crash (inputs are at most 64 KiB, so
+# that would be an allocation driven by a hostile count).
 # Exit status: 0 when no crash was found; libFuzzer's status otherwise, with the crash
 # input left in the work folder it prints.
 set -eu
@@ -36,7 +38,8 @@ else
 fi
 echo "run_fuzz.sh: $(ls "$corpus" | wc -l) seeds, ${secs}s, work folder $work"
 set +e
-"$fuzzer" -max_total_time="$secs" -max_len=65536 -timeout=10 -rss_limit_mb=2048 \
+ASAN_OPTIONS=${ASAN_OPTIONS:-quarantine_size_mb=64} \
+"$fuzzer" -max_total_time="$secs" -max_len=65536 -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=64 \
     -artifact_prefix="$work/artifacts/" -print_final_stats=1 "$corpus" 2>"$work/fuzz.log"
 rc=$?
 set -e
