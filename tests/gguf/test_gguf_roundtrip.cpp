@@ -74,6 +74,22 @@ TEST_CASE("scalars of every type read back bit-exactly") {
     CHECK(m.type_of("str") == value_type::string);
 }
 
+TEST_CASE("C++ integer types map to GGUF types by size and signedness") {
+    gguf::writer w;
+    w.set("int", 1);            // int -> i32
+    w.set("ll", -5LL);          // long long -> i64
+    w.set("ull", 7ULL);         // unsigned long long -> u64
+    w.set("us", static_cast<unsigned short>(3));
+    const auto b = w.to_bytes();
+    const auto f = gguf::file::from_buffer(b);
+    CHECK(f.meta().type_of("int") == value_type::i32);
+    CHECK(f.meta().type_of("ll") == value_type::i64);
+    CHECK(f.meta().get<long long>("ll") == -5);
+    CHECK(f.meta().get<std::int64_t>("ll") == -5);
+    CHECK(f.meta().type_of("ull") == value_type::u64);
+    CHECK(f.meta().type_of("us") == value_type::u16);
+}
+
 TEST_CASE("the metadata API reports missing keys and wrong types clearly") {
     gguf::writer w;
     w.set<std::uint32_t>("n", 7);
