@@ -65,6 +65,18 @@ public:
         for (const std::size_t len : chunks) {
             const std::size_t end = start + len;
             std::size_t prev = start, pos = start;
+            if (const node* body = trailing_run_class()) {
+                // X+$ (e.g. \s+$): the only possible match is the longest run of X that
+                // ends the chunk; finding it directly avoids a quadratic search.
+                std::size_t b = end;
+                while (b > start && body->contains(mapped[b - 1])) --b;
+                if (end - b >= root_->kids[0]->min && end > b) {
+                    if (b > start) out.push_back(b - start);
+                    out.push_back(end - b);
+                    prev = end;
+                }
+                pos = end;
+            }
             while (pos < end) {
                 std::size_t m_begin = end, m_end = end;
                 bool found = false;
@@ -197,6 +209,15 @@ private:
             }
         }
         return false;
+    }
+
+    // The class X when the whole pattern is X+ / X* / X{n,} followed by $, else null.
+    const node* trailing_run_class() const noexcept {
+        const node* r = root_.get();
+        if (r->k != kind::seq || r->kids.size() != 2 || r->kids[1]->k != kind::end_anchor) return nullptr;
+        const node* rep = r->kids[0].get();
+        if (rep->k != kind::repeat || rep->max != SIZE_MAX || rep->kids[0]->k != kind::cls) return nullptr;
+        return rep->kids[0].get();
     }
 
     // ---- parser -------------------------------------------------------------------

@@ -205,6 +205,7 @@ private:
             type_ = vocab_type::bpe;
             if (m == "gemma4") src.pre = "gemma4";
             else { bos = 11; eos = 11; }
+            merges_.reserve(src.merges.size());
             for (std::size_t i = 0; i < src.merges.size(); ++i) {
                 const std::string& w = src.merges[i];
                 const std::size_t p = w.size() > 1 ? w.find(' ', 1) : std::string::npos;
