@@ -3,7 +3,7 @@
 #pragma once
 
 #include <cstddef>
-#include <map>
+#include <unordered_map>
 #include <queue>
 #include <string>
 #include <string_view>
@@ -72,7 +72,7 @@ private:
         const token id = v_.find(s);
         if (id == null_token) return;
         queue_.push({left, right, v_.score(id), s.size()});
-        rev_merge_[std::string(s)] = {left, right};
+        rev_merge_[s] = {left, right};
     }
 
     void resegment(const symbol& s, std::vector<token>& out) {
@@ -81,7 +81,7 @@ private:
             out.push_back(id);
             return;
         }
-        auto it = rev_merge_.find(std::string(t));
+        auto it = rev_merge_.find(t);
         if (it == rev_merge_.end()) {
             for (char c : t) out.push_back(v_.byte_to_token(static_cast<std::uint8_t>(c)));
             return;
@@ -94,7 +94,9 @@ private:
     const vocab& v_;
     std::vector<symbol> sym_;
     std::priority_queue<bigram, std::vector<bigram>, lower_priority> queue_;
-    std::map<std::string, std::pair<int, int>> rev_merge_;
+    // Text of each pushed pair -> its (left, right), last push wins (llama.cpp keeps
+    // the same map). Keys view the text being tokenized.
+    std::unordered_map<std::string_view, std::pair<int, int>> rev_merge_;
 };
 
 }  // namespace text
