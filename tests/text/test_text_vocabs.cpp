@@ -18,7 +18,10 @@ namespace {
 
 std::string join(const std::vector<token>& v) {
     std::string s;
-    for (auto t : v) s += " " + std::to_string(t);
+    for (auto t : v) {
+        s.push_back(' ');
+        s.append(std::to_string(t));
+    }
     return s;
 }
 

@@ -44,7 +44,8 @@ public:
             const std::size_t n = std::min(utf8_len(w[off]), w.size() - off);
             const int idx = static_cast<int>(sym_.size());
             off += n;
-            sym_.push_back({idx - 1, off == w.size() ? -1 : idx + 1, static_cast<std::size_t>(off - n), n});
+            sym_.push_back({idx - 1, off == w.size() ? -1 : idx + 1, static_cast<std::size_t>(off - n), n,
+                            v_.find(w.substr(off - n, n))});
         }
         word_ = w;
         for (int i = 1; i < static_cast<int>(sym_.size()); ++i) add(i - 1, i);
@@ -57,6 +58,7 @@ public:
             if (l.n != b.left_n || r.n != b.right_n) continue;  // stale: a side changed since the push
             l.n += r.n;
             r.n = 0;
+            l.id = v_.find(word_.substr(l.off, l.n));
             l.next = r.next;
             if (r.next >= 0) sym_[static_cast<std::size_t>(r.next)].prev = b.left;
             add(l.prev, b.left);
@@ -64,11 +66,11 @@ public:
         }
         for (const symbol& s : sym_) {
             if (s.n == 0) continue;
-            const std::string_view t = word_.substr(s.off, s.n);
-            if (token id = v_.find(t); id != null_token) {
-                out.push_back(id);
+            if (s.id != null_token) {
+                out.push_back(s.id);
                 continue;
             }
+            const std::string_view t = word_.substr(s.off, s.n);
             for (char c : t) {
                 token id;
                 if (pre_.byte_encode()) {
@@ -88,6 +90,7 @@ private:
     struct symbol {
         int prev, next;
         std::size_t off, n;
+        token id;  // the token with this symbol's text, or null_token
     };
     struct bigram {
         int left, right;
@@ -104,7 +107,9 @@ private:
         if (left == -1 || right == -1) return;
         const symbol& l = sym_[static_cast<std::size_t>(left)];
         const symbol& r = sym_[static_cast<std::size_t>(right)];
-        const int rank = v_.merge_rank(word_.substr(l.off, l.n), word_.substr(r.off, r.n));
+        const int rank = (l.id != null_token && r.id != null_token)
+                             ? v_.merge_rank(l.id, r.id)
+                             : v_.merge_rank(word_.substr(l.off, l.n), word_.substr(r.off, r.n));
         if (rank < 0) return;
         queue_.push({left, right, rank, l.n, r.n});
     }

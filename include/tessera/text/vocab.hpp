@@ -135,6 +135,12 @@ public:
         auto it = merges_.find(std::string_view(key_buf_));
         return it == merges_.end() ? -1 : it->second;
     }
+    // Merge rank by token ids, for the common case where both sides are tokens
+    // (then it equals merge_rank of their texts).
+    int merge_rank(token left, token right) const noexcept {
+        auto it = id_merges_.find(pair_key(left, right));
+        return it == id_merges_.end() ? -1 : it->second;
+    }
     std::size_t n_merges() const noexcept { return merges_.size(); }
     int max_token_len() const noexcept { return max_token_len_; }
 
@@ -181,6 +187,21 @@ public:
     const std::vector<token>& special_tokens() const noexcept { return special_cache_; }
 
 private:
+    static constexpr std::uint64_t pair_key(token l, token r) noexcept {
+        return (static_cast<std::uint64_t>(static_cast<std::uint32_t>(l)) << 32) | static_cast<std::uint32_t>(r);
+    }
+
+    // After the tokens are indexed: the merges whose both sides are tokens, by id.
+    void index_merges() {
+        id_merges_.reserve(merges_.size());
+        for (const auto& [key, rank] : merges_) {
+            const std::size_t z = key.find('\0');
+            const token l = find(std::string_view(key).substr(0, z));
+            const token r = find(std::string_view(key).substr(z + 1));
+            if (l != null_token && r != null_token) id_merges_.emplace(pair_key(l, r), rank);
+        }
+    }
+
     void check_id(token id) const {
         if (id < 0 || static_cast<std::size_t>(id) >= tokens_.size())
             fail(errc::invalid_argument, "token id " + std::to_string(id) + " out of range (vocabulary has " +
@@ -279,6 +300,8 @@ private:
             d.score = src.scores.empty() ? 0.0f : src.scores[i];
             d.attr = src.types.empty() ? attr::normal : attr_of_type(src.types[i]);
         }
+
+        if (type_ == vocab_type::bpe) index_merges();
 
         // newline token
         if (type_ == vocab_type::spm) {
@@ -446,6 +469,7 @@ private:
     std::vector<token_data> tokens_;
     std::unordered_map<std::string, token, string_hash, std::equal_to<>> index_;
     std::unordered_map<std::string, int, string_hash, std::equal_to<>> merges_;
+    std::unordered_map<std::uint64_t, int> id_merges_;
     mutable std::string key_buf_;
     int max_token_len_ = 0;
     std::vector<std::uint8_t> charsmap_;
