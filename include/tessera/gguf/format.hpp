@@ -73,18 +73,34 @@ constexpr std::size_t min_encoded_size(value_type t) noexcept {
     return value_type_size(t);
 }
 
-// C++ type <-> value type. Defined for the 10 numeric types, bool, and the string
-// types (std::string_view, std::string) which map to value_type::string.
+// C++ type <-> value type. Defined for the integer types (by size and signedness, so
+// long long maps like std::int64_t; the character types are excluded), float, double,
+// bool, and the string types (std::string_view, std::string) which map to
+// value_type::string.
 template <class T>
 struct value_type_of;  // primary template: "T is not a GGUF metadata type"
-template <> struct value_type_of<std::uint8_t> { static constexpr value_type value = value_type::u8; };
-template <> struct value_type_of<std::int8_t> { static constexpr value_type value = value_type::i8; };
-template <> struct value_type_of<std::uint16_t> { static constexpr value_type value = value_type::u16; };
-template <> struct value_type_of<std::int16_t> { static constexpr value_type value = value_type::i16; };
-template <> struct value_type_of<std::uint32_t> { static constexpr value_type value = value_type::u32; };
-template <> struct value_type_of<std::int32_t> { static constexpr value_type value = value_type::i32; };
-template <> struct value_type_of<std::uint64_t> { static constexpr value_type value = value_type::u64; };
-template <> struct value_type_of<std::int64_t> { static constexpr value_type value = value_type::i64; };
+
+namespace detail {
+template <class T>
+inline constexpr bool is_gguf_integer =
+    std::is_integral_v<T> && !std::is_same_v<T, bool> && !std::is_same_v<T, char> && !std::is_same_v<T, wchar_t> &&
+    !std::is_same_v<T, char8_t> && !std::is_same_v<T, char16_t> && !std::is_same_v<T, char32_t>;
+
+constexpr value_type integer_value_type(std::size_t size, bool is_signed) noexcept {
+    switch (size) {
+        case 1: return is_signed ? value_type::i8 : value_type::u8;
+        case 2: return is_signed ? value_type::i16 : value_type::u16;
+        case 4: return is_signed ? value_type::i32 : value_type::u32;
+        default: return is_signed ? value_type::i64 : value_type::u64;
+    }
+}
+}  // namespace detail
+
+template <class T>
+    requires(detail::is_gguf_integer<T> && sizeof(T) <= 8)
+struct value_type_of<T> {
+    static constexpr value_type value = detail::integer_value_type(sizeof(T), std::is_signed_v<T>);
+};
 template <> struct value_type_of<float> { static constexpr value_type value = value_type::f32; };
 template <> struct value_type_of<double> { static constexpr value_type value = value_type::f64; };
 template <> struct value_type_of<bool> { static constexpr value_type value = value_type::boolean; };
@@ -101,6 +117,10 @@ concept metadata_value = requires { value_type_of<T>::value; };
 
 template <class T>
 inline constexpr value_type value_type_v = value_type_of<T>::value;
+
+static_assert(value_type_v<std::uint8_t> == value_type::u8 && value_type_v<std::int16_t> == value_type::i16 &&
+              value_type_v<std::uint32_t> == value_type::u32 && value_type_v<long long> == value_type::i64 &&
+              value_type_v<unsigned long> == value_type::u64 && value_type_v<bool> == value_type::boolean);
 
 // Rounds n up to a multiple of a power-of-two alignment (callers check overflow).
 constexpr std::uint64_t pad_to(std::uint64_t n, std::uint64_t alignment) noexcept {

@@ -111,9 +111,19 @@ struct parser {
     }
 
     std::string where() const {
-        std::string s = cur_key.empty() ? "key #" + std::to_string(cur_key_index)
-                                        : "key " + quote(cur_key);
-        for (int d = 0; d < cur_depth; ++d) s += "[" + std::to_string(idx[static_cast<std::size_t>(d)]) + "]";
+        // Built by appending: GCC 12 gives a false -Wrestrict on "literal" + std::string&&.
+        std::string s = "key ";
+        if (cur_key.empty()) {
+            s += '#';
+            s += std::to_string(cur_key_index);
+        } else {
+            s += quote(cur_key);
+        }
+        for (int d = 0; d < cur_depth; ++d) {
+            s += '[';
+            s += std::to_string(idx[static_cast<std::size_t>(d)]);
+            s += ']';
+        }
         return s;
     }
 
@@ -397,56 +407,57 @@ inline void parser::parse(file& f) {
     info_at.reserve(nt);
     for (std::size_t i = 0; i < nt; ++i) {
         const std::size_t at = pos;
-        const std::string tensor_no = "tensor #" + std::to_string(i);
-        const std::string_view name = read_string([&] { return "the name of " + tensor_no; });
+        // Messages are built only on failure.
+        const auto tensor_no = [i] { return "tensor #" + std::to_string(i); };
+        const std::string_view name = read_string([&] { return "the name of " + tensor_no(); });
         if (name.size() >= max_name_size)
-            fail_at(at, tensor_no + " has a name of " + std::to_string(name.size()) +
+            fail_at(at, tensor_no() + " has a name of " + std::to_string(name.size()) +
                             " bytes; ggml limits tensor names to " + std::to_string(max_name_size - 1) + " bytes");
-        const std::string label = "tensor " + quote(name);
+        const auto label = [&name] { return "tensor " + quote(name); };
         if (auto it = f.tensor_index_.find(name); it != f.tensor_index_.end())
-            fail_at(at, "duplicate tensor name " + quote(name) + " (" + tensor_no + " repeats tensor #" +
+            fail_at(at, "duplicate tensor name " + quote(name) + " (" + tensor_no() + " repeats tensor #" +
                             std::to_string(it->second) + ")");
         tensor_info t;
         t.name = std::string(name);
         const std::size_t dims_at = pos;
-        const auto n_dims = read<std::uint32_t>([&] { return "n_dims of " + label; });
+        const auto n_dims = read<std::uint32_t>([&] { return "n_dims of " + label(); });
         if (n_dims > static_cast<std::uint32_t>(max_dims))
-            fail_at(dims_at, label + " has " + std::to_string(n_dims) + " dimensions; ggml supports at most " +
+            fail_at(dims_at, label() + " has " + std::to_string(n_dims) + " dimensions; ggml supports at most " +
                                  std::to_string(max_dims));
         t.n_dims = static_cast<int>(n_dims);
         for (std::uint32_t d = 0; d < n_dims; ++d) {
             const std::size_t ne_at = pos;
-            const auto v = read<std::int64_t>([&] { return "ne[" + std::to_string(d) + "] of " + label; });
+            const auto v = read<std::int64_t>([&] { return "ne[" + std::to_string(d) + "] of " + label(); });
             if (v < 0)
-                fail_at(ne_at, label + ": ne[" + std::to_string(d) + "] = " + std::to_string(v) + " is negative");
+                fail_at(ne_at, label() + ": ne[" + std::to_string(d) + "] = " + std::to_string(v) + " is negative");
             t.ne[d] = v;
         }
         const std::size_t type_at = pos;
-        const auto raw_type = read<std::int32_t>([&] { return "the type of " + label; });
+        const auto raw_type = read<std::int32_t>([&] { return "the type of " + label(); });
         if (!is_valid_type_id(raw_type))
-            fail_at(type_at, label + " has unknown ggml type id " + std::to_string(raw_type) +
+            fail_at(type_at, label() + " has unknown ggml type id " + std::to_string(raw_type) +
                                  (raw_type >= 0 && raw_type < type_id_count ? " (a removed type)" : "") +
                                  " (valid ids are below " + std::to_string(type_id_count) + ")");
         t.type = static_cast<type_id>(raw_type);
         const std::int64_t blck = block_size(t.type);
         if (t.ne[0] % blck != 0)
-            fail_at(type_at, label + " of type " + std::string(type_name(t.type)) + ": ne[0] = " +
+            fail_at(type_at, label() + " of type " + std::string(type_name(t.type)) + ": ne[0] = " +
                                  std::to_string(t.ne[0]) + " is not a multiple of the block size " +
                                  std::to_string(blck));
         std::int64_t nel = 1;
         for (std::int64_t v : t.ne)
             if (__builtin_mul_overflow(nel, v, &nel))
-                fail_at(dims_at, label + " with shape " + shape_string(t.ne, t.n_dims) +
+                fail_at(dims_at, label() + " with shape " + shape_string(t.ne, t.n_dims) +
                                      ": the element count overflows 64 bits");
         std::uint64_t bytes = 0;
         if (__builtin_mul_overflow(static_cast<std::uint64_t>(nel / blck),
                                    static_cast<std::uint64_t>(type_size(t.type)), &bytes) ||
             bytes > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
-            fail_at(dims_at, label + " with shape " + shape_string(t.ne, t.n_dims) + " of type " +
+            fail_at(dims_at, label() + " with shape " + shape_string(t.ne, t.n_dims) + " of type " +
                                  std::string(type_name(t.type)) + ": the byte size overflows 63 bits");
         t.size_bytes = bytes;
         info_at.push_back(pos);  // the offset field
-        t.offset = read<std::uint64_t>([&] { return "the data offset of " + label; });
+        t.offset = read<std::uint64_t>([&] { return "the data offset of " + label(); });
         f.tensor_index_.emplace(name, i);
         f.tensors_.push_back(std::move(t));
     }
@@ -456,19 +467,19 @@ inline void parser::parse(file& f) {
     std::uint64_t expected = 0;
     for (std::size_t i = 0; i < nt; ++i) {
         tensor_info& t = f.tensors_[i];
-        const std::string label = "tensor " + quote(t.name);
+        const auto label = [&t] { return "tensor " + quote(t.name); };
         if (t.offset % align != 0)
-            fail_at(info_at[i], label + " has data offset " + std::to_string(t.offset) +
+            fail_at(info_at[i], label() + " has data offset " + std::to_string(t.offset) +
                                     ", not a multiple of the alignment " + std::to_string(align));
         if (t.offset != expected)
-            fail_at(info_at[i], label + " has data offset " + std::to_string(t.offset) + ", expected " +
+            fail_at(info_at[i], label() + " has data offset " + std::to_string(t.offset) + ", expected " +
                                     std::to_string(expected) + ": tensor data must be contiguous in file order, " +
                                     "each tensor padded to " + std::to_string(align) +
                                     " bytes (gaps, overlaps and reordering are rejected)");
         const std::uint64_t start = f.data_offset_ + t.offset;  // both below 2^63 + size
         std::uint64_t end = 0;
         if (start < f.data_offset_ || __builtin_add_overflow(start, t.size_bytes, &end) || end > size)
-            fail_at(info_at[i], label + " data (" + std::to_string(t.size_bytes) + " bytes at file offset " +
+            fail_at(info_at[i], label() + " data (" + std::to_string(t.size_bytes) + " bytes at file offset " +
                                     std::to_string(start) + ") runs past the end of the file (" +
                                     std::to_string(size) + " bytes)");
         t.data = t.size_bytes > 0 || start <= size ? base + start : nullptr;

@@ -232,9 +232,14 @@ public:
         tensors_[i].data = data.data();
     }
     // A tensor of a file being read (same name, type, shape; data viewed, not copied).
+    void add_tensor_view(std::string_view name, type_id type, std::initializer_list<std::int64_t> ne,
+                         std::span<const std::byte> data) {
+        add_tensor_view(name, type, std::span<const std::int64_t>(ne.begin(), ne.size()), data);
+    }
+    // A file's tensor of n_dims 0 (a scalar) is written with one dimension of 1.
     void add_tensor_view(const tensor_info& t) {
-        add_tensor_view(t.name, t.type, std::span<const std::int64_t>(t.ne.data(), static_cast<std::size_t>(t.n_dims)),
-                        t.bytes());
+        const std::size_t nd = t.n_dims > 0 ? static_cast<std::size_t>(t.n_dims) : 1;
+        add_tensor_view(t.name, t.type, std::span<const std::int64_t>(t.ne.data(), nd), t.bytes());
     }
     std::size_t n_tensors() const noexcept { return tensors_.size(); }
 
