@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <map>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "data.hpp"
@@ -165,4 +166,60 @@ TEST_CASE("broken GGUF files fail to load with an error, not a crash") {
     CHECK(n > 0);
     // a GGUF without tokenizer keys
     CHECK_THROWS_AS(load_tokenizer(dir + "/gguf/gguf-v3-q4-0.bin"), tessera::error);
+}
+
+TEST_CASE("random bytes never crash a tokenizer") {
+    const std::string dir = text_test::shared_data();
+    if (dir.empty()) {
+        MESSAGE("SKIPPED: TESSERA_SHARED_DATA not set or missing");
+        return;
+    }
+    std::uint32_t state = 12345;
+    auto next = [&] {
+        state = state * 1664525u + 1013904223u;
+        return state >> 24;
+    };
+    for (const char* f : {"/vocab/ggml-vocab-llama-spm.gguf", "/vocab/ggml-vocab-gpt-2.gguf", "/vocab/ggml-vocab-bert-bge.gguf",
+                          "/vocab-extra/ggml-vocab-deepseek-llm.gguf", "/vocab-extra/ggml-vocab-phi-3.gguf"}) {
+        INFO(f);
+        const tokenizer tok = load_tokenizer(dir + f);
+        for (int i = 0; i < 40; ++i) {
+            std::string s;
+            const std::uint32_t n = next() % 64;
+            for (std::uint32_t k = 0; k < n; ++k) s.push_back(static_cast<char>(next()));
+            if (i % 3 == 0) s += "<s></s>[CLS]<|endoftext|><|user|>";
+            for (bool special : {false, true}) {
+                const auto ids = tok.tokenize(s, special, special);
+                for (token id : ids) {
+                    CHECK(id >= 0);
+                    CHECK(static_cast<std::uint32_t>(id) < tok.get_vocab().n_tokens());
+                }
+                (void)tok.detokenize(ids, special, special);
+            }
+        }
+    }
+}
+
+TEST_CASE("one tokenizer used from several threads gives the same ids") {
+    const std::string dir = text_test::shared_data();
+    if (dir.empty()) {
+        MESSAGE("SKIPPED: TESSERA_SHARED_DATA not set or missing");
+        return;
+    }
+    const auto inputs = standard_inputs(dir);
+    for (const char* f : {"/vocab/ggml-vocab-llama-spm.gguf", "/vocab/ggml-vocab-gpt-2.gguf", "/vocab/ggml-vocab-bert-bge.gguf"}) {
+        const tokenizer tok = load_tokenizer(dir + f);
+        std::vector<std::vector<token>> want;
+        for (const auto& s : inputs) want.push_back(tok.tokenize(s, false));
+        std::vector<int> bad(3, 0);
+        std::vector<std::thread> pool;
+        for (int t = 0; t < 3; ++t)
+            pool.emplace_back([&, t] {
+                for (int rep = 0; rep < 3; ++rep)
+                    for (std::size_t i = 0; i < inputs.size(); ++i)
+                        if (tok.tokenize(inputs[i], false) != want[i]) ++bad[static_cast<std::size_t>(t)];
+            });
+        for (auto& th : pool) th.join();
+        CHECK(bad == std::vector<int>{0, 0, 0});
+    }
 }

@@ -129,10 +129,12 @@ public:
     }
     // BPE merge rank of (left, right), or -1.
     int merge_rank(std::string_view left, std::string_view right) const {
-        key_buf_.assign(left);
-        key_buf_.push_back('\0');
-        key_buf_.append(right);
-        auto it = merges_.find(std::string_view(key_buf_));
+        std::string key;  // local: lookups from several threads at once are fine
+        key.reserve(left.size() + right.size() + 1);
+        key.append(left);
+        key.push_back('\0');
+        key.append(right);
+        auto it = merges_.find(std::string_view(key));
         return it == merges_.end() ? -1 : it->second;
     }
     // Merge rank by token ids, for the common case where both sides are tokens
@@ -470,7 +472,6 @@ private:
     std::unordered_map<std::string, token, string_hash, std::equal_to<>> index_;
     std::unordered_map<std::string, int, string_hash, std::equal_to<>> merges_;
     std::unordered_map<std::uint64_t, int> id_merges_;
-    mutable std::string key_buf_;
     int max_token_len_ = 0;
     std::vector<std::uint8_t> charsmap_;
     std::vector<token> special_cache_;
