@@ -128,7 +128,9 @@ TEST_CASE("models-quantized/: every stories260K conversion loads with its tensor
         {"q4_K_M", {{type_id::f16, 5}, {type_id::f32, 11}, {type_id::q5_0, 29}, {type_id::q8_0, 3}}},
         {"q6_K", {{type_id::f16, 5}, {type_id::f32, 11}, {type_id::q8_0, 32}}},
     };
-    for (const auto& [suffix, want] : expected) {
+    for (const auto& kv : expected) {  // no structured binding: clang 14 cannot capture one
+        const std::string& suffix = kv.first;
+        const counts& want = kv.second;
         CAPTURE(suffix);
         const auto f = gguf::file::open((*data / "models-quantized" / ("stories260K-" + suffix + ".gguf")).string());
         REQUIRE(f.tensors().size() == 48);
@@ -181,7 +183,9 @@ TEST_CASE("vocab/ and vocab-extra/: tokenizer metadata of every vocabulary") {
         {"gpt-neox", "gpt2"},  {"mpt", "gpt2"},            {"phi-3", "llama"},       {"refact", "gpt2"},
         {"starcoder", "gpt2"},
     };
-    for (const auto& [name, model] : extra) {
+    for (const auto& kv : extra) {
+        const std::string& name = kv.first;
+        const std::string& model = kv.second;
         CAPTURE(name);
         const auto f = gguf::file::open((*data / "vocab-extra" / ("ggml-vocab-" + name + ".gguf")).string());
         CHECK(f.meta().get<std::string_view>("tokenizer.ggml.model") == model);
