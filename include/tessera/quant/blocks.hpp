@@ -9,6 +9,7 @@
 #include <type_traits>
 
 #include "tessera/config.hpp"
+#include "tessera/core/element.hpp"
 #include "tessera/core/f16.hpp"
 #include "tessera/core/type_id.hpp"
 
@@ -137,6 +138,36 @@ struct block_q2_0 { f16 d; std::uint8_t qs[16]; };
 template <class B>
 struct block_traits;
 
+// Every block type: (struct, type id, dot partner, has kernels).
+#define TESSERA_FOR_EACH_BLOCK(X) \
+    X(block_q8_0, q8_0, block_q8_0, true) \
+    X(block_q8_1, q8_1, block_q8_1, true) \
+    X(block_q8_K, q8_K, block_q8_K, true) \
+    X(block_q4_0, q4_0, block_q8_0, true) \
+    X(block_q4_1, q4_1, block_q8_1, true) \
+    X(block_q5_0, q5_0, block_q8_0, true) \
+    X(block_q5_1, q5_1, block_q8_1, true) \
+    X(block_iq4_nl, iq4_nl, block_q8_0, true) \
+    X(block_mxfp4, mxfp4, block_q8_0, true) \
+    X(block_q2_K, q2_K, block_q8_K, true) \
+    X(block_q3_K, q3_K, block_q8_K, true) \
+    X(block_q4_K, q4_K, block_q8_K, true) \
+    X(block_q5_K, q5_K, block_q8_K, true) \
+    X(block_q6_K, q6_K, block_q8_K, true) \
+    X(block_iq4_xs, iq4_xs, block_q8_K, true) \
+    X(block_tq1_0, tq1_0, block_q8_K, true) \
+    X(block_tq2_0, tq2_0, block_q8_K, true) \
+    X(block_iq2_xxs, iq2_xxs, block_q8_K, false) \
+    X(block_iq2_xs, iq2_xs, block_q8_K, false) \
+    X(block_iq3_xxs, iq3_xxs, block_q8_K, false) \
+    X(block_iq1_s, iq1_s, block_q8_K, false) \
+    X(block_iq3_s, iq3_s, block_q8_K, false) \
+    X(block_iq2_s, iq2_s, block_q8_K, false) \
+    X(block_iq1_m, iq1_m, block_q8_K, false) \
+    X(block_nvfp4, nvfp4, block_q8_0, false) \
+    X(block_q1_0, q1_0, block_q8_0, false) \
+    X(block_q2_0, q2_0, block_q8_0, false)
+
 #define TESSERA_BLOCK_TRAITS_(B, ID, PARTNER, SUPPORTED)                                 \
     template <>                                                                          \
     struct block_traits<B> {                                                             \
@@ -148,35 +179,8 @@ struct block_traits;
         static constexpr bool supported = SUPPORTED;                                     \
         static_assert(sizeof(B) == static_cast<std::size_t>(type_size), #B " size differs from ggml"); \
         static_assert(std::is_standard_layout_v<B> && std::is_trivially_copyable_v<B>);  \
-    }
-
-TESSERA_BLOCK_TRAITS_(block_q8_0, q8_0, block_q8_0, true);
-TESSERA_BLOCK_TRAITS_(block_q8_1, q8_1, block_q8_1, true);
-TESSERA_BLOCK_TRAITS_(block_q8_K, q8_K, block_q8_K, true);
-TESSERA_BLOCK_TRAITS_(block_q4_0, q4_0, block_q8_0, true);
-TESSERA_BLOCK_TRAITS_(block_q4_1, q4_1, block_q8_1, true);
-TESSERA_BLOCK_TRAITS_(block_q5_0, q5_0, block_q8_0, true);
-TESSERA_BLOCK_TRAITS_(block_q5_1, q5_1, block_q8_1, true);
-TESSERA_BLOCK_TRAITS_(block_iq4_nl, iq4_nl, block_q8_0, true);
-TESSERA_BLOCK_TRAITS_(block_mxfp4, mxfp4, block_q8_0, true);
-TESSERA_BLOCK_TRAITS_(block_q2_K, q2_K, block_q8_K, true);
-TESSERA_BLOCK_TRAITS_(block_q3_K, q3_K, block_q8_K, true);
-TESSERA_BLOCK_TRAITS_(block_q4_K, q4_K, block_q8_K, true);
-TESSERA_BLOCK_TRAITS_(block_q5_K, q5_K, block_q8_K, true);
-TESSERA_BLOCK_TRAITS_(block_q6_K, q6_K, block_q8_K, true);
-TESSERA_BLOCK_TRAITS_(block_iq4_xs, iq4_xs, block_q8_K, true);
-TESSERA_BLOCK_TRAITS_(block_tq1_0, tq1_0, block_q8_K, true);
-TESSERA_BLOCK_TRAITS_(block_tq2_0, tq2_0, block_q8_K, true);
-TESSERA_BLOCK_TRAITS_(block_iq2_xxs, iq2_xxs, block_q8_K, false);
-TESSERA_BLOCK_TRAITS_(block_iq2_xs, iq2_xs, block_q8_K, false);
-TESSERA_BLOCK_TRAITS_(block_iq3_xxs, iq3_xxs, block_q8_K, false);
-TESSERA_BLOCK_TRAITS_(block_iq1_s, iq1_s, block_q8_K, false);
-TESSERA_BLOCK_TRAITS_(block_iq3_s, iq3_s, block_q8_K, false);
-TESSERA_BLOCK_TRAITS_(block_iq2_s, iq2_s, block_q8_K, false);
-TESSERA_BLOCK_TRAITS_(block_iq1_m, iq1_m, block_q8_K, false);
-TESSERA_BLOCK_TRAITS_(block_nvfp4, nvfp4, block_q8_0, false);
-TESSERA_BLOCK_TRAITS_(block_q1_0, q1_0, block_q8_0, false);
-TESSERA_BLOCK_TRAITS_(block_q2_0, q2_0, block_q8_0, false);
+    };
+TESSERA_FOR_EACH_BLOCK(TESSERA_BLOCK_TRAITS_)
 #undef TESSERA_BLOCK_TRAITS_
 
 // A ggml quantization block: a type with block_traits.
@@ -207,4 +211,15 @@ constexpr bool visit_block_type(type_id t, F&& f) {
 }
 
 }  // namespace quant
+
+// Block types are tensor elements: one block holds block_size elements.
+#define TESSERA_BLOCK_ELEMENT_(B, ID, PARTNER, SUPPORTED)                            \
+    template <>                                                                      \
+    struct element_traits<quant::B> {                                                \
+        static constexpr type_id id = type_id::ID;                                   \
+        static constexpr std::int64_t per_item = ::tessera::block_size(type_id::ID); \
+    };
+TESSERA_FOR_EACH_BLOCK(TESSERA_BLOCK_ELEMENT_)
+#undef TESSERA_BLOCK_ELEMENT_
+
 TESSERA_END_NAMESPACE
