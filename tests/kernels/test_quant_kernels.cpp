@@ -19,6 +19,16 @@
 #if __has_include("tessera/quant/reference.hpp")
 #include "tessera/quant/reference.hpp"
 #define TESSERA_TEST_HAVE_QUANT_REF 1
+// the comparisons below are guarded by requires-expressions: make sure they bind
+static_assert(requires(const tessera::quant::block_q4_K* p, float* o) {
+    tessera::quant::dequantize_row_ref(p, o, std::int64_t{});
+});
+static_assert(requires(const float* x, tessera::quant::block_q8_K* y) {
+    tessera::quant::quantize_row_ref(x, y, std::int64_t{});
+});
+static_assert(requires(const tessera::quant::block_q6_K* x, const tessera::quant::block_q8_K* y) {
+    tessera::quant::vec_dot_ref(std::int64_t{}, x, y);
+});
 #endif
 
 using namespace tessera;
