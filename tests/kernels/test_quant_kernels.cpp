@@ -209,7 +209,7 @@ void for_types(type_list<B...>, auto&& f) {
 
 // Runs a quantizer of every arch on x and checks the bytes equal the scalar kernel's.
 template <class P>
-void check_quantize_bytes(const std::vector<float>& x, const char* what) {
+void check_quantize_bytes(const std::vector<float>& x, const std::string what) {
     constexpr auto bs = static_cast<std::size_t>(quant::block_traits<P>::block_size);
     const std::size_t nb = x.size() / bs;
     std::vector<P> want(nb), got(nb);
@@ -255,8 +255,8 @@ TEST_CASE("vec_dot: every arch equals the scalar definition (exact integer part,
     for_types(weight_types{}, []<class B>() { check_vec_dot<B>(); });
 }
 
-TEST_CASE_TEMPLATE("activation quantizers give the same bytes on every arch", P, quant::block_q8_0,
-                   quant::block_q8_1, quant::block_q8_K) {
+TEST_CASE_TEMPLATE("SIMD quantizers give the same bytes on every arch", P, quant::block_q8_0,
+                   quant::block_q8_1, quant::block_q8_K, quant::block_q4_0) {
     constexpr auto bs = static_cast<std::size_t>(quant::block_traits<P>::block_size);
     for (std::size_t nb : block_counts) {
         auto x = random_floats(nb * bs, static_cast<unsigned>(nb + 100), -3.0f, 3.0f);

@@ -149,6 +149,16 @@ struct tables {
     static constexpr std::uint8_t pow3[6] = {1, 3, 9, 27, 81, 243};
 };
 
+// GCC contracts a*b + c written with AVX2 intrinsics into an FMA in -march=x86-64-v3
+// units (its _mm256_mul_ps is plain vector arithmetic). Where the reference rounds the
+// product before adding, pass the product through this empty asm, which forces it to
+// be materialized.
+template <class A, class V>
+TESSERA_ALWAYS_INLINE V rounded(V v) noexcept {
+    __asm__("" : "+x"(v));
+    return v;
+}
+
 // ---- vector reductions ---------------------------------------------------------------
 template <class A>
 TESSERA_ALWAYS_INLINE float hsum256(__m256 v) noexcept {

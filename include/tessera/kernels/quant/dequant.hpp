@@ -315,8 +315,8 @@ void dequant(const q::block_q4_K* x, float* y, std::int64_t n, simd::requires_ar
                 for (int k = 0; k < 2; ++k) {
                     const __m256 fl = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(lo, 8 * k)));
                     const __m256 fh = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(hi, 8 * k)));
-                    _mm256_storeu_ps(y + 64 * j + 16 * h + 8 * k, _mm256_sub_ps(_mm256_mul_ps(d1, fl), n1));
-                    _mm256_storeu_ps(y + 64 * j + 32 + 16 * h + 8 * k, _mm256_sub_ps(_mm256_mul_ps(d2, fh), n2));
+                    _mm256_storeu_ps(y + 64 * j + 16 * h + 8 * k, _mm256_sub_ps(rounded<A>(_mm256_mul_ps(d1, fl)), n1));
+                    _mm256_storeu_ps(y + 64 * j + 32 + 16 * h + 8 * k, _mm256_sub_ps(rounded<A>(_mm256_mul_ps(d2, fh)), n2));
                 }
             }
         }
@@ -395,8 +395,8 @@ void dequant(const q::block_q4_K* x, float* y, std::int64_t n, simd::requires_ar
                 const __m128i qv = _mm_loadu_si128(reinterpret_cast<const __m128i*>(x[i].qs + 32 * j + 16 * h));
                 const __m512 fl = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_and_si128(qv, m4)));
                 const __m512 fh = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_and_si128(_mm_srli_epi16(qv, 4), m4)));
-                _mm512_storeu_ps(y + 64 * j + 16 * h, _mm512_sub_ps(_mm512_mul_ps(d1, fl), n1));
-                _mm512_storeu_ps(y + 64 * j + 32 + 16 * h, _mm512_sub_ps(_mm512_mul_ps(d2, fh), n2));
+                _mm512_storeu_ps(y + 64 * j + 16 * h, _mm512_sub_ps(rounded<A>(_mm512_mul_ps(d1, fl)), n1));
+                _mm512_storeu_ps(y + 64 * j + 32 + 16 * h, _mm512_sub_ps(rounded<A>(_mm512_mul_ps(d2, fh)), n2));
             }
         }
         y += q::qk_k;

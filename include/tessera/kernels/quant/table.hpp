@@ -1,13 +1,14 @@
 // The quant kernels of a block type, looked up by type:
 //   row_kernels<B>::dequantize<A>  dequantize_row_<B>
 //   row_kernels<B>::vec_dot<A>     vec_dot_<B> (with block_traits<B>::dot_partner)
-//   row_kernels<P>::quantize<A>    quantize_row_<P> for the partner types q8_0, q8_1, q8_K
+//   row_kernels<P>::quantize<A>    quantize_row_<P> for q8_0, q8_1, q8_K (activations) and q4_0
 // so generic code can write `simd::kernel_for<row_kernels<B>::template vec_dot>(arch)`.
 #pragma once
 
 #include "tessera/config.hpp"
 #include "tessera/kernels/quant/dequant.hpp"
 #include "tessera/kernels/quant/quantize_act.hpp"
+#include "tessera/kernels/quant/quantize_w.hpp"
 #include "tessera/kernels/quant/vec_dot.hpp"
 #include "tessera/quant/blocks.hpp"
 
@@ -37,7 +38,7 @@ struct row_kernels;
         using quantize = quantize_row_##T<A>;         \
     }
 
-TESSERA_ROW_KERNELS_(q4_0);
+TESSERA_ROW_KERNELS_Q_(q4_0);
 TESSERA_ROW_KERNELS_(q4_1);
 TESSERA_ROW_KERNELS_(q5_0);
 TESSERA_ROW_KERNELS_(q5_1);

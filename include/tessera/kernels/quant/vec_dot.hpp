@@ -5,7 +5,7 @@
 // per-block terms differs from the scalar definition. Paths:
 //   scalar     every type (the readable definitions);
 //   avx2       q8_0, q4_0 (vpmaddubsw), f16 (F16C), bf16;
-//   avx512bw   q8_0, q4_0, q4_K, q6_K (vpmaddubsw/vpmaddwd on 512 bits), f16, bf16;
+//   avx512bw   q8_0, q4_0, q4_K, q6_K (vpmaddubsw/vpmaddwd on 512 bits), bf16 (f16 uses AVX2's);
 //   avx512vnni the same bodies with vpdpbusd / vpdpwssd.
 // Types without a wide body run the scalar body in every unit.
 //
@@ -536,22 +536,8 @@ float vdot(std::int64_t n, const q::block_q6_K* x, const q::block_q8_K* y, simd:
     return hsum512<A>(acc);
 }
 
-template <class A>
-float vdot_f16(std::int64_t n, const f16* x, const f16* y, simd::requires_arch<simd::avx512bw>) {
-    __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps(), a2 = _mm512_setzero_ps(), a3 = _mm512_setzero_ps();
-    std::int64_t i = 0;
-    auto ld = [](const f16* p) { return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); };
-    for (; i + 64 <= n; i += 64) {
-        a0 = _mm512_fmadd_ps(ld(x + i), ld(y + i), a0);
-        a1 = _mm512_fmadd_ps(ld(x + i + 16), ld(y + i + 16), a1);
-        a2 = _mm512_fmadd_ps(ld(x + i + 32), ld(y + i + 32), a2);
-        a3 = _mm512_fmadd_ps(ld(x + i + 48), ld(y + i + 48), a3);
-    }
-    for (; i + 16 <= n; i += 16) a0 = _mm512_fmadd_ps(ld(x + i), ld(y + i), a0);
-    float s = hsum512<A>(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)));
-    for (; i < n; ++i) s += h2f<A>(x[i]) * h2f<A>(y[i]);
-    return s;
-}
+// (f16 has no 512-bit body: vcvtph2ps on zmm is slower here than two on ymm, so the
+// AVX2 body serves the AVX-512 levels too.)
 template <class A>
 float vdot_bf16(std::int64_t n, const bf16* x, const bf16* y, simd::requires_arch<simd::avx512bw>) {
     __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps(), a2 = _mm512_setzero_ps(), a3 = _mm512_setzero_ps();
