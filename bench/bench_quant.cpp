@@ -95,10 +95,16 @@ struct wt<B> {
     struct fns {
         simd::kernel_fn<qk::row_kernels<act>::template quantize> quantize;
         simd::kernel_fn<qk::row_kernels<B>::template vec_dot> dot;
+        simd::kernel_fn<qk::row_kernels<B>::template gemv> gemv;
     };
     static fns get(simd::arch_id a) {
         return {simd::kernel_for<qk::row_kernels<act>::template quantize>(a),
-                simd::kernel_for<qk::row_kernels<B>::template vec_dot>(a)};
+                simd::kernel_for<qk::row_kernels<B>::template vec_dot>(a),
+                simd::kernel_for<qk::row_kernels<B>::template gemv>(a)};
+    }
+    static void rows(const fns& f, std::int64_t k, std::int64_t nrows, const void* w, std::size_t stride, const void* y,
+                     float* out) {
+        f.gemv(k, nrows, static_cast<const B*>(w), stride, static_cast<const act*>(y), out);
     }
     static void quantize(const fns& f, const float* x, void* y, std::int64_t k) { f.quantize(x, static_cast<act*>(y), k); }
     static float dot(const fns& f, std::int64_t k, const void* w, const void* y) {
@@ -262,8 +268,13 @@ void bm_matvec(benchmark::State& state) {
         wt<W>::quantize(f, x.data(), act.get(), mv_cols);
         p.run([&](int t) {
             const std::int64_t r0 = mv_rows * t / threads, r1 = mv_rows * (t + 1) / threads;
-            for (std::int64_t r = r0; r < r1; ++r)
-                y[static_cast<std::size_t>(r)] = wt<W>::dot(f, mv_cols, m + static_cast<std::size_t>(r) * rb, act.get());
+            if constexpr (requires { wt<W>::rows; }) {
+                wt<W>::rows(f, mv_cols, r1 - r0, m + static_cast<std::size_t>(r0) * rb, rb, act.get(),
+                            y.data() + r0);
+            } else {
+                for (std::int64_t r = r0; r < r1; ++r)
+                    y[static_cast<std::size_t>(r)] = wt<W>::dot(f, mv_cols, m + static_cast<std::size_t>(r) * rb, act.get());
+            }
         });
         benchmark::DoNotOptimize(y.data());
         benchmark::ClobberMemory();
@@ -289,6 +300,24 @@ void bm_vec_dot(benchmark::State& state) {
     wt<W>::quantize(f, x.data(), act.get(), mv_cols);
     for (auto _ : state) benchmark::DoNotOptimize(wt<W>::dot(f, mv_cols, w.get(), act.get()));
     state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * rb));
+}
+
+// 64 rows of 4096 through gemv (cache-resident): the per-core compute rate of the matvec.
+template <class B>
+void bm_gemv(benchmark::State& state) {
+    const auto a = static_cast<simd::arch_id>(state.range(0));
+    const auto f = wt<B>::get(a);
+    const std::size_t rb = wt<B>::row_bytes(mv_cols);
+    aligned_bytes w(rb * 64), act(wt<B>::act_bytes(mv_cols));
+    wt<B>::fill(w.get(), rb * 64, 3);
+    const auto x = random_floats(mv_cols, 9);
+    wt<B>::quantize(f, x.data(), act.get(), mv_cols);
+    float out[64];
+    for (auto _ : state) {
+        wt<B>::rows(f, mv_cols, 64, w.get(), rb, act.get(), out);
+        benchmark::DoNotOptimize(out);
+    }
+    state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * rb * 64));
 }
 
 template <class B>
@@ -391,6 +420,7 @@ void register_all() {
         benchmark::RegisterBenchmark(("quantize_act/q8_1/" + an).c_str(), bm_quantize_act<quant::block_q8_1>)->Arg(arg);
         benchmark::RegisterBenchmark(("quantize_act/q8_K/" + an).c_str(), bm_quantize_act<quant::block_q8_K>)->Arg(arg);
         benchmark::RegisterBenchmark(("quantize_simd/q4_0/" + an).c_str(), bm_quantize_act<quant::block_q4_0>)->Arg(arg);
+        benchmark::RegisterBenchmark(("gemv64/q4_0/" + an).c_str(), bm_gemv<quant::block_q4_0>)->Arg(arg);
         benchmark::RegisterBenchmark(("vec_dot/f32/" + an).c_str(), bm_vec_dot<float>)->Arg(arg);
         benchmark::RegisterBenchmark(("vec_dot/f16/" + an).c_str(), bm_vec_dot<f16>)->Arg(arg);
         benchmark::RegisterBenchmark(("vec_dot/bf16/" + an).c_str(), bm_vec_dot<bf16>)->Arg(arg);

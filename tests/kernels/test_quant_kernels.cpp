@@ -246,6 +246,51 @@ void check_quantize_bytes(const std::vector<float>& x, const std::string what) {
 
 }  // namespace
 
+template <class B>
+void check_gemv() {
+    using P = typename quant::block_traits<B>::dot_partner;
+    constexpr auto bs = static_cast<std::size_t>(quant::block_traits<B>::block_size);
+    const auto scalar_dot = simd::kernel_for<qk::row_kernels<B>::template vec_dot>(arch_id::scalar);
+    for (std::size_t nb : {1, 5, 8}) {
+        for (std::int64_t nrows : {1, 3, 4, 5, 9}) {
+            const std::size_t stride_blocks = nb + 1;  // rows with a gap between them
+            const auto x = random_blocks<B>(stride_blocks * static_cast<std::size_t>(nrows), static_cast<unsigned>(nb * 31 + 7));
+            const auto y = random_blocks<P>(nb, static_cast<unsigned>(nb * 37 + 9));
+            const auto n = static_cast<std::int64_t>(nb * bs);
+            std::vector<float> out(static_cast<std::size_t>(nrows) + 1, -1.0f);
+            for (auto a : simd::available_archs()) {
+                CAPTURE(type_str<B>());
+                CAPTURE(arch_str(a));
+                CAPTURE(nb);
+                CAPTURE(nrows);
+                out.back() = 12345.0f;
+                simd::kernel_for<qk::row_kernels<B>::template gemv>(a)(n, nrows, x.data(), stride_blocks * sizeof(B), y.data(),
+                                                                        out.data());
+                CHECK(out.back() == 12345.0f);  // nothing written past nrows
+                for (std::int64_t r = 0; r < nrows; ++r) {
+                    const B* row = x.data() + static_cast<std::size_t>(r) * stride_blocks;
+                    const float want = scalar_dot(n, row, y.data());
+                    std::vector<float> xf(nb * bs);
+                    simd::kernel_for<qk::row_kernels<B>::template dequantize>(arch_id::scalar)(row, xf.data(), n);
+                    const auto yf = partner_values(y);
+                    double mag = 0;
+                    for (std::size_t k = 0; k < xf.size(); ++k) mag += std::fabs(xf[k] * yf[k]);
+                    if constexpr (requires { row[0].m; })
+                        for (std::size_t i = 0; i < nb; ++i) mag += std::fabs(row[i].m.to_float() * y[i].s.to_float());
+                    if constexpr (requires { row[0].dmin; })
+                        for (std::size_t i = 0; i < nb; ++i)
+                            for (int j = 0; j < 16; ++j) mag += std::fabs(row[i].dmin.to_float() * 63.0 * y[i].d * y[i].bsums[j]);
+                    CHECK(std::fabs(out[static_cast<std::size_t>(r)] - want) <= 4.0 * static_cast<double>(nb + 16) * 0x1p-24 * mag);
+                }
+            }
+        }
+    }
+}
+
+TEST_CASE("gemv: several rows (with a row stride) equal vec_dot of each row, every arch") {
+    for_types(weight_types{}, []<class B>() { check_gemv<B>(); });
+}
+
 TEST_CASE("dequantize rows: every arch is bit-exact with the scalar definition") {
     for_types(weight_types{}, []<class B>() { check_dequant<B>(); });
     check_dequant<quant::block_q8_K>();

@@ -1,6 +1,7 @@
 // The quant kernels of a block type, looked up by type:
 //   row_kernels<B>::dequantize<A>  dequantize_row_<B>
 //   row_kernels<B>::vec_dot<A>     vec_dot_<B> (with block_traits<B>::dot_partner)
+//   row_kernels<B>::gemv<A>        gemv_<B>: several rows against one partner row
 //   row_kernels<P>::quantize<A>    quantize_row_<P> for q8_0, q8_1, q8_K (activations) and q4_0
 // so generic code can write `simd::kernel_for<row_kernels<B>::template vec_dot>(arch)`.
 #pragma once
@@ -26,6 +27,8 @@ struct row_kernels;
         using dequantize = dequantize_row_##T<A>;     \
         template <class A>                            \
         using vec_dot = vec_dot_##T<A>;               \
+        template <class A>                            \
+        using gemv = gemv_##T<A>;                     \
     }
 #define TESSERA_ROW_KERNELS_Q_(T)                     \
     template <>                                       \
@@ -34,6 +37,8 @@ struct row_kernels;
         using dequantize = dequantize_row_##T<A>;     \
         template <class A>                            \
         using vec_dot = vec_dot_##T<A>;               \
+        template <class A>                            \
+        using gemv = gemv_##T<A>;                     \
         template <class A>                            \
         using quantize = quantize_row_##T<A>;         \
     }

@@ -10,7 +10,9 @@
 // Types without a wide body run the scalar body in every unit.
 //
 // Kernels: vec_dot_<type><A>(int64_t n, const block_<type>* x, const partner* y)
-// -> float, n a multiple of the block size; vec_dot_f16 / vec_dot_bf16 on
+// -> float, n a multiple of the block size; gemv_<type><A>(n, nrows, x, row_stride_bytes,
+// y, out) -> out[r] = vec_dot(row r, y) (q4_0 has a 4-row AVX-512 body, the other types
+// loop over vec_dot); vec_dot_f16 / vec_dot_bf16 on
 // (int64_t n, const f16* x, const f16* y).
 #pragma once
 
@@ -558,9 +560,71 @@ float vdot_bf16(std::int64_t n, const bf16* x, const bf16* y, simd::requires_arc
     return s;
 }
 
+// ---- several rows against one activation row (matrix x vector) --------------------------
+// out[r] = vec_dot(row r of x, y) for r < nrows; rows are row_stride bytes apart.
+template <class A, class B, class P>
+void gemv(std::int64_t n, std::int64_t nrows, const B* x, std::size_t row_stride, const P* y, float* out,
+          simd::requires_arch<simd::scalar>) {
+    const auto* base = reinterpret_cast<const unsigned char*>(x);
+    for (std::int64_t r = 0; r < nrows; ++r)
+        out[r] = vdot<A>(n, reinterpret_cast<const B*>(base + static_cast<std::size_t>(r) * row_stride), y, A{});
+}
+
+// q4_0, four rows at a time: the activation side (loads, its scales, the -8 * sum(y)
+// correction folded into the accumulator start) is done once for the four rows.
+template <class A>
+void gemv(std::int64_t n, std::int64_t nrows, const q::block_q4_0* x, std::size_t row_stride, const q::block_q8_0* y,
+          float* out, simd::requires_arch<simd::avx512bw>) {
+    const std::int64_t nb = n / 32, nb4 = nb / 4 * 4;
+    const auto* base = reinterpret_cast<const unsigned char*>(x);
+    auto row = [&](std::int64_t r) {
+        return reinterpret_cast<const q::block_q4_0*>(base + static_cast<std::size_t>(r) * row_stride);
+    };
+    const __m512i k8 = _mm512_set1_epi8(8), z = _mm512_setzero_si512();
+    const __m512i i01 = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
+    const __m512i i23 = _mm512_setr_epi32(2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
+    std::int64_t r = 0;
+    for (; r + 4 <= nrows; r += 4) {
+        const q::block_q4_0* xr[4] = {row(r), row(r + 1), row(r + 2), row(r + 3)};
+        __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+        for (std::int64_t i = 0; i < nb4; i += 4) {
+            const __m128 ys = h2f_x4<A>(y[i].d.bits, y[i + 1].d.bits, y[i + 2].d.bits, y[i + 3].d.bits);
+            const __m512i y0 = load_2x256<A>(y[i].qs, y[i + 1].qs), y1 = load_2x256<A>(y[i + 2].qs, y[i + 3].qs);
+            const __m512i c0 = _mm512_sub_epi32(z, dpbusd512<A>(z, k8, y0));
+            const __m512i c1 = _mm512_sub_epi32(z, dpbusd512<A>(z, k8, y1));
+            for (int k = 0; k < 4; ++k) {
+                const q::block_q4_0* b = xr[k] + i;
+                const __m512 s = _mm512_castps128_ps512(
+                    _mm_mul_ps(h2f_x4<A>(b[0].d.bits, b[1].d.bits, b[2].d.bits, b[3].d.bits), ys));
+                const __m512i p0 = dpbusd512<A>(c0, q4_0_pair<A>(b), y0);
+                const __m512i p1 = dpbusd512<A>(c1, q4_0_pair<A>(b + 2), y1);
+                acc[k] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p0), _mm512_permutexvar_ps(i01, s), acc[k]);
+                acc[k] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p1), _mm512_permutexvar_ps(i23, s), acc[k]);
+            }
+        }
+        for (int k = 0; k < 4; ++k) {
+            float t = hsum512<A>(acc[k]);
+            if (nb4 < nb) t += vdot<A>((nb - nb4) * 32, xr[k] + nb4, y + nb4, simd::avx2{});
+            out[r + k] = t;
+        }
+    }
+    for (; r < nrows; ++r) out[r] = vdot<A>(n, row(r), y, A{});
+}
+
 }  // namespace qdetail
 
 #define TESSERA_VEC_DOT_KERNEL_(T, P)                                                                     \
+    template <class A>                                                                                    \
+    struct gemv_##T {                                                                                     \
+        void operator()(std::int64_t n, std::int64_t nrows, const quant::block_##T* x, std::size_t row_stride, \
+                        const quant::block_##P* y, float* out) const;                                     \
+    };                                                                                                    \
+    template <class A>                                                                                    \
+    void gemv_##T<A>::operator()(std::int64_t n, std::int64_t nrows, const quant::block_##T* x,           \
+                                 std::size_t row_stride, const quant::block_##P* y, float* out) const {   \
+        qdetail::gemv<A>(n, nrows, x, row_stride, y, out, A{});                                           \
+    }                                                                                                     \
+    TESSERA_KERNEL(gemv_##T);                                                                             \
     template <class A>                                                                                    \
     struct vec_dot_##T {                                                                                  \
         float operator()(std::int64_t n, const quant::block_##T* x, const quant::block_##P* y) const;     \
