@@ -48,6 +48,8 @@ std::string type_str() {
 // (random bits there would give infinities and NaNs that no quantizer produces).
 template <class B>
 std::vector<B> random_blocks(std::size_t nb, unsigned seed, bool unit_scales = false) {
+    // with unit scales the partner's quants are kept in [-2, 2], so that every partial
+    // sum of the integer dot stays below 2^24 and the f32 result is exact
     std::mt19937 rng(seed);
     std::uniform_int_distribution<int> byte(0, 255);
     std::uniform_real_distribution<float> sc(-2.0f, 2.0f), pos(0.01f, 2.0f);
@@ -60,7 +62,7 @@ std::vector<B> random_blocks(std::size_t nb, unsigned seed, bool unit_scales = f
         } else if constexpr (std::is_same_v<B, quant::block_q8_K>) {
             b.d = unit_scales ? 1.0f : sc(rng);
             for (auto& q : b.qs)
-                if (q == -128) q = -127;
+                if (q == -128 || (unit_scales && (q < -2 || q > 2))) q = static_cast<std::int8_t>(unit_scales ? q % 3 : -127);
             for (int j = 0; j < 16; ++j) {
                 int s = 0;
                 for (int l = 0; l < 16; ++l) s += b.qs[16 * j + l];
@@ -73,7 +75,8 @@ std::vector<B> random_blocks(std::size_t nb, unsigned seed, bool unit_scales = f
         if constexpr (requires { b.m; }) b.m = f16::from_float(unit_scales ? 1.0f : sc(rng));
         if constexpr (std::is_same_v<B, quant::block_q8_0> || std::is_same_v<B, quant::block_q8_1>)
             for (auto& q : b.qs)
-                if (q == -128) q = -127;  // the quantizers never produce -128
+                if (q == -128 || (unit_scales && (q < -2 || q > 2)))  // the quantizers never produce -128
+                    q = static_cast<std::int8_t>(unit_scales ? q % 3 : -127);
         if constexpr (std::is_same_v<B, quant::block_q8_1>) {
             int s = 0;
             for (auto q : b.qs) s += q;
