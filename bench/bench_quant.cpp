@@ -40,7 +40,7 @@ namespace {
 // ---- data -------------------------------------------------------------------------------
 struct aligned_bytes {
     struct del {
-        void operator()(unsigned char* p) const noexcept { std::free(p); }
+        void operator()(unsigned char* q) const noexcept { std::free(q); }
     };
     std::unique_ptr<unsigned char, del> p;
     std::size_t size = 0;

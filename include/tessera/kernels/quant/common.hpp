@@ -30,7 +30,7 @@ inline constexpr bool at_least = std::is_base_of_v<B, A>;
 template <class A>
 TESSERA_ALWAYS_INLINE float h2f_bits(std::uint16_t h) noexcept {
     if constexpr (at_least<A, simd::avx2>) {
-        return _cvtsh_ss(h);
+        return _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(h)));
     } else {
         const std::uint32_t sign = static_cast<std::uint32_t>(h & 0x8000u) << 16;
         std::uint32_t e = (h >> 10) & 0x1fu;
@@ -63,7 +63,8 @@ TESSERA_ALWAYS_INLINE float h2f(f16 h) noexcept {
 template <class A>
 TESSERA_ALWAYS_INLINE f16 f2h(float v) noexcept {
     if constexpr (at_least<A, simd::avx2>) {
-        return f16::from_bits(static_cast<std::uint16_t>(_cvtss_sh(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)));
+        const __m128i h = _mm_cvtps_ph(_mm_set_ss(v), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        return f16::from_bits(static_cast<std::uint16_t>(_mm_extract_epi16(h, 0)));
     } else {
         const std::uint32_t x = __builtin_bit_cast(std::uint32_t, v);
         const std::uint32_t sign = (x >> 16) & 0x8000u;

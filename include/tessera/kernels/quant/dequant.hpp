@@ -313,8 +313,9 @@ void dequant(const q::block_q4_K* x, float* y, std::int64_t n, simd::requires_ar
                 const __m128i qv = _mm_loadu_si128(reinterpret_cast<const __m128i*>(x[i].qs + 32 * j + 16 * h));
                 const __m128i lo = _mm_and_si128(qv, m4), hi = _mm_and_si128(_mm_srli_epi16(qv, 4), m4);
                 for (int k = 0; k < 2; ++k) {
-                    const __m256 fl = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(lo, 8 * k)));
-                    const __m256 fh = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(hi, 8 * k)));
+                    const __m128i l8 = k ? _mm_srli_si128(lo, 8) : lo, h8 = k ? _mm_srli_si128(hi, 8) : hi;
+                    const __m256 fl = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(l8));
+                    const __m256 fh = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(h8));
                     _mm256_storeu_ps(y + 64 * j + 16 * h + 8 * k, _mm256_sub_ps(rounded<A>(_mm256_mul_ps(d1, fl)), n1));
                     _mm256_storeu_ps(y + 64 * j + 32 + 16 * h + 8 * k, _mm256_sub_ps(rounded<A>(_mm256_mul_ps(d2, fh)), n2));
                 }
