@@ -231,6 +231,9 @@ TEST_CASE("typed API: partial blocks and negative counts are refused") {
     CHECK_THROWS_AS(dequantize_row(type_id::q5_1, buf.data(), x.data(), 48), tessera::error);
     CHECK_THROWS_AS((void)vec_dot_row(type_id::tq1_0, 255, buf.data(), buf.data()), tessera::error);
     CHECK(quantize(type_id::q6_K, x.data(), buf.data(), 0, 256) == 0);
+    CHECK_THROWS_AS(quantize(type_id::q4_0, x.data(), buf.data(), INT64_MAX / 4, 64), tessera::error);
+    CHECK_THROWS_AS(quantize(type_id::q4_0, x.data(), nullptr, 1, 64), tessera::error);
+    CHECK_THROWS_AS(dequantize_row(type_id::q4_0, nullptr, x.data(), 64), tessera::error);
 }
 
 TEST_CASE("NaN and infinity in the data: finite work, no crash, no sanitizer report") {
@@ -246,6 +249,27 @@ TEST_CASE("NaN and infinity in the data: finite work, no crash, no sanitizer rep
         for (const float* im : {static_cast<const float*>(nullptr), static_cast<const float*>(w.data())}) {
             const auto q = quantize_vec(t, x, 1, im);
             (void)dequantize_vec(t, q, x.size());
+        }
+    }
+}
+
+TEST_CASE("arbitrary block bytes dequantize and dot without undefined behaviour") {
+    // Any bit pattern is a valid block to read (GGUF data is untrusted): random bytes,
+    // all-ones and all-zeros blocks go through dequantize_row and vec_dot_row.
+    const std::int64_t n = 512;
+    std::vector<unsigned char> xb(4096), yb(4096);
+    std::uint64_t s = 12345;
+    for (int pattern = 0; pattern < 3; ++pattern) {
+        for (std::size_t i = 0; i < xb.size(); ++i) {
+            s = s * 6364136223846793005ull + 1442695040888963407ull;
+            xb[i] = pattern == 0 ? static_cast<unsigned char>(s >> 56) : (pattern == 1 ? 0xff : 0x00);
+            yb[i] = static_cast<unsigned char>(s >> 48);
+        }
+        for (type_id t : all_types) {
+            CAPTURE(type_name(t));
+            std::vector<float> y(n);
+            dequantize_row(t, xb.data(), y.data(), n);
+            (void)vec_dot_row(t, n, xb.data(), yb.data());
         }
     }
 }

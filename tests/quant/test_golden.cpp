@@ -158,3 +158,18 @@ TEST_CASE("row length not a multiple of the block size is refused") {
     CHECK_THROWS_AS(dequantize_row_ref(b, x.data(), -32), tessera::error);
     CHECK_THROWS_AS((void)vec_dot_ref(31, b, static_cast<const block_q8_0*>(nullptr)), tessera::error);
 }
+
+TEST_CASE("round_away_i8 is roundf, on every float that maps into int8 and at the halves") {
+    // exhaustive over [-129, 129]: every float with |v| <= 129 (about 2.2e9 values is
+    // too many, so: all halves and their neighbours, plus a dense sweep)
+    for (int k = -258; k <= 258; ++k) {
+        const float half = static_cast<float>(k) * 0.5f;
+        for (float v : {half, std::nextafter(half, -1000.0f), std::nextafter(half, 1000.0f)}) {
+            CAPTURE(v);
+            CHECK(quant::detail::round_away_i8(v) == quant::detail::trunc_i8(std::round(v)));
+        }
+    }
+    for (float v = -130.0f; v <= 130.0f; v += 0.0009765625f * 3.7f)
+        REQUIRE(quant::detail::round_away_i8(v) == quant::detail::trunc_i8(std::round(v)));
+    CHECK(quant::detail::round_away_i8(std::nanf("")) == 0);
+}

@@ -25,7 +25,7 @@ inline void quantize_row_ref(const float* x, block_q8_0* y, std::int64_t n) {
         const float d = amax / 127;
         const float id = d != 0 ? 1.0f / d : 0.0f;
         y[b].d = f16::from_float(d);
-        for (int j = 0; j < qk8_0; ++j) y[b].qs[j] = detail::trunc_i8(std::round(x[j] * id));
+        for (int j = 0; j < qk8_0; ++j) y[b].qs[j] = detail::round_away_i8(x[j] * id);
     }
 }
 inline void quantize_row_ref(const float* x, block_q8_0* y, std::int64_t n, const float* /*imatrix*/) {
@@ -60,7 +60,7 @@ inline void quantize_row_ref(const float* x, block_q8_1* y, std::int64_t n) {
         y[b].d = f16::from_float(d);
         int sum = 0;
         for (int j = 0; j < qk8_1; ++j) {
-            y[b].qs[j] = detail::trunc_i8(std::round(x[j] * id));
+            y[b].qs[j] = detail::round_away_i8(x[j] * id);
             sum += y[b].qs[j];
         }
         y[b].s = f16::from_float(static_cast<float>(sum) * d);  // d before f16 rounding, as ggml

@@ -59,6 +59,17 @@ inline std::uint8_t trunc_u8(float v) noexcept {
 // a > b ? a : b, as ggml's MAX macro: a NaN in b propagates.
 inline float max_keep_nan(float a, float b) noexcept { return a > b ? a : b; }
 
+// roundf (halves away from zero) to int8 as ggml's (int8_t)roundf(v): for |v| < 2^23
+// the fraction v - trunc(v) is exact, so comparing it with 0.5 is roundf exactly,
+// without a libm call; NaN and huge values take the general path.
+inline std::int8_t round_away_i8(float v) noexcept {
+    if (!(std::fabs(v) < 8388608.0f)) return trunc_i8(std::round(v));
+    const auto t = static_cast<std::int32_t>(v);
+    const float frac = v - static_cast<float>(t);
+    const std::int32_t i = t + static_cast<std::int32_t>(frac >= 0.5f) - static_cast<std::int32_t>(frac <= -0.5f);
+    return static_cast<std::int8_t>(static_cast<std::uint8_t>(static_cast<std::uint32_t>(i) & 0xffu));
+}
+
 inline float f16_round(float v) noexcept { return f16::from_float(v).to_float(); }
 
 // The signed value of largest magnitude (first one on ties) and its magnitude.
@@ -199,10 +210,14 @@ inline float make_q3_quants(int n, int nmax, const float* x, std::int8_t* L, boo
 // Fits x ~ scale * L - the_min with L in [0, nmax] and the_min >= 0, minimising the
 // weighted squared (or, with use_mad, absolute) error over nstep+1 candidate scales
 // (rmin + rdelta k + nmax) / (max - min). weights null means x^2 (the qkx3 variant).
-inline float make_qkx_quants(int n, int nmax, const float* x, const float* weights, std::uint8_t* L,
-                             float* the_min, std::uint8_t* Laux, float rmin, float rdelta, int nstep,
-                             bool use_mad) noexcept {
-    const auto weight = [&](int i) { return weights ? weights[i] : x[i] * x[i]; };
+template <bool HasWeights, bool UseMad>
+float make_qkx_quants_impl(int n, int nmax, const float* x, const float* weights, std::uint8_t* L, float* the_min,
+                           std::uint8_t* Laux, float rmin, float rdelta, int nstep) noexcept {
+    constexpr bool use_mad = UseMad;
+    const auto weight = [&](int i) {
+        if constexpr (HasWeights) return weights[i];
+        else return x[i] * x[i];
+    };
     float min = x[0], max = x[0];
     float sum_w = weight(0);
     float sum_x = sum_w * x[0];
@@ -269,6 +284,17 @@ inline float make_qkx_quants(int n, int nmax, const float* x, const float* weigh
     }
     *the_min = -min;
     return scale;
+}
+
+inline float make_qkx_quants(int n, int nmax, const float* x, const float* weights, std::uint8_t* L,
+                             float* the_min, std::uint8_t* Laux, float rmin, float rdelta, int nstep,
+                             bool use_mad) noexcept {
+    if (weights) {
+        return use_mad ? make_qkx_quants_impl<true, true>(n, nmax, x, weights, L, the_min, Laux, rmin, rdelta, nstep)
+                       : make_qkx_quants_impl<true, false>(n, nmax, x, weights, L, the_min, Laux, rmin, rdelta, nstep);
+    }
+    return use_mad ? make_qkx_quants_impl<false, true>(n, nmax, x, weights, L, the_min, Laux, rmin, rdelta, nstep)
+                   : make_qkx_quants_impl<false, false>(n, nmax, x, weights, L, the_min, Laux, rmin, rdelta, nstep);
 }
 
 // ---- positive scale search for the sub-block scales (ggml make_qp_quants) ---------

@@ -21,6 +21,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdint>
 #include <cstring>
 #include <string>
 
@@ -101,6 +102,10 @@ inline std::size_t quantize(type_id t, const float* src, void* dst, std::int64_t
     if (nrows < 0)
         fail(errc::invalid_argument, "quantize: negative row count " + std::to_string(nrows));
     const std::int64_t rs = row_size(t, n_per_row);  // throws shape_mismatch for a partial block
+    if (rs > 0 && nrows > INT64_MAX / rs)
+        fail(errc::invalid_argument, "quantize: " + std::to_string(nrows) + " rows of " + std::to_string(n_per_row) +
+                                         " elements overflow the byte count");
+    if (nrows * rs > 0 && (!src || !dst)) fail(errc::invalid_argument, "quantize: null source or destination");
     auto* out = static_cast<unsigned char*>(dst);
     switch (t) {
         case type_id::f32:
@@ -133,6 +138,7 @@ inline std::size_t quantize(type_id t, const float* src, void* dst, std::int64_t
 inline void dequantize_row(type_id t, const void* src, float* dst, std::int64_t n) {
     if (!can_dequantize(t)) detail::fail_unsupported(t, "dequantize_row");
     (void)row_size(t, n);  // throws shape_mismatch for a partial block or n < 0
+    if (n > 0 && (!src || !dst)) fail(errc::invalid_argument, "dequantize_row: null source or destination");
     const auto* in = static_cast<const unsigned char*>(src);
     switch (t) {
         case type_id::f32:
