@@ -3,4 +3,9 @@
 #pragma once
 
 #include "tessera/kernels/convert.hpp"
+#include "tessera/kernels/quant/dequant.hpp"
+#include "tessera/kernels/quant/quantize_act.hpp"
+#include "tessera/kernels/quant/quantize_w.hpp"
+#include "tessera/kernels/quant/table.hpp"
+#include "tessera/kernels/quant/vec_dot.hpp"
 #include "tessera/kernels/vec.hpp"
