@@ -4,3 +4,7 @@
 
 #include "tessera/kernels/convert.hpp"
 #include "tessera/kernels/vec.hpp"
+#include "tessera/kernels/elementwise.hpp"
+#include "tessera/kernels/gemm.hpp"
+#include "tessera/kernels/reduce.hpp"
+#include "tessera/kernels/softmax.hpp"
