@@ -172,6 +172,7 @@ inline bool mul_mat_b_direct(const node& b) {
 
 inline scratch_need scratch_for(const node& n) {
     const auto f = [](std::int64_t floats) { return detail::align_up(static_cast<std::size_t>(floats) * 4); };
+    const auto rowf = static_cast<std::int64_t>(detail::align_up(static_cast<std::size_t>(detail::max_ne0(n)), 16));
     switch (n.op) {
         case op_kind::mul_mat: {
             const node& a = *n.src[0];
@@ -184,15 +185,15 @@ inline scratch_need scratch_for(const node& n) {
         }
         case op_kind::flash_attn_ext: {
             const std::int64_t dk = n.src[0]->lay.ne[0], dv = n.src[2]->lay.ne[0];
-            return {f(2 * dk + 2 * dv + 16), 0};
+            return {f(2 * (dk + 16) + 2 * (dv + 16)), 0};
         }
-        case op_kind::rope: return {f(3 * detail::max_ne0(n) + 16), 0};
+        case op_kind::rope: return {f(4 * rowf), 0};
         case op_kind::none:
         case op_kind::view:
         case op_kind::reshape:
         case op_kind::permute:
         case op_kind::transpose: return {};
-        default: return {f(3 * detail::max_ne0(n) + 16), 0};
+        default: return {f(4 * rowf), 0};  // up to 3 rows (a, b, dst) rounded to 16 floats each
     }
 }
 
