@@ -218,7 +218,7 @@ TEST_CASE("ops: flash_attn_ext f32/f16 K/V, mask, GQA, ALiBi, softcap, sinks") {
     struct fa {
         std::int64_t D, n_q, H, Hkv, n_kv, ne3;
     };
-    const fa cases[] = {{64, 1, 4, 4, 47, 1}, {64, 7, 4, 1, 47, 1}, {40, 3, 2, 2, 33, 2}, {128, 2, 4, 2, 32, 1}};
+    const fa cases[] = {{64, 1, 4, 4, 47, 1}, {64, 7, 4, 1, 47, 1}, {40, 3, 2, 2, 33, 2}, {128, 2, 4, 2, 32, 1}, {32, 19, 2, 1, 40, 1}};
     for (const auto& c : cases)
         for (type_id kt : {type_id::f32, type_id::f16})
             for (bool mask : {false, true})
