@@ -13,7 +13,7 @@ import sys
 import tempfile
 
 PRELUDE = """
-#include "tessera/graph/all.hpp"
+#include "tessera/graph/ops.hpp"
 using namespace tessera;
 using namespace tessera::graph;
 void f(context& ctx) {
@@ -74,8 +74,10 @@ def main():
     print("ok: valid builders compile")
     bad = 0
     import re
-    for name, body, expect in CASES:
-        rc, err = compile_snippet(cxx, body)
+    from concurrent.futures import ThreadPoolExecutor
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        results = list(pool.map(lambda c: compile_snippet(cxx, c[1]), CASES))
+    for (name, body, expect), (rc, err) in zip(CASES, results):
         if rc == 0:
             print(f"FAIL: '{name}' compiled")
             bad += 1

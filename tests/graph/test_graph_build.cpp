@@ -3,6 +3,9 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <map>
 #include <cmath>
 #include <vector>
 
@@ -257,4 +260,34 @@ TEST_CASE("thread_pool: barrier orders phases across threads") {
     }
     CHECK(bad.load() == 0);
     CHECK_THROWS_AS(thread_pool(0), tessera::error);
+}
+
+TEST_CASE("graph: docs/ops.md lists exactly the implemented ops") {
+    const char* root = std::getenv("TESSERA_SOURCE_ROOT");
+    if (!root) {
+        MESSAGE("TESSERA_SOURCE_ROOT not set; skipping the docs check");
+        return;
+    }
+    std::ifstream f(std::string(root) + "/docs/ops.md");
+    REQUIRE(f.good());
+    std::map<std::string, std::string> status;
+    std::string line;
+    while (std::getline(f, line)) {
+        if (line.rfind("| `", 0) != 0) continue;
+        const auto e = line.find('`', 3);
+        const std::string name = line.substr(3, e - 3);
+        const auto s0 = line.find('|', e) + 1;
+        const auto s1 = line.find('|', s0);
+        std::string st = line.substr(s0, s1 - s0);
+        st.erase(0, st.find_first_not_of(' '));
+        st.erase(st.find_last_not_of(' ') + 1);
+        if (!status.count(name)) status[name] = st;
+    }
+    for (std::size_t i = 0; i < op_count; ++i) {
+        const auto op = static_cast<op_kind>(i);
+        const std::string name(op_name(op));
+        INFO(name);
+        REQUIRE(status.count(name) == 1);
+        CHECK(status[name] == (cpu::implements(op) ? "yes" : "no"));
+    }
 }

@@ -166,10 +166,12 @@ TEST_CASE("ops: gated linear units, single-tensor (and swapped) and split forms"
         {glu_op::geglu_erf, [](double a, double g) { return gelu_erf_ref(a) * g; }},
         {glu_op::geglu_quick, [](double a, double g) { return a * sigmoid(1.702 * a) * g; }},
     };
-    for (const auto& [g, f] : ops)
+    for (const auto& gf : ops)
         for (type_id t : {type_id::f32, type_id::f16})
             for (ne4 s : {ne4{128, 2, 2, 2}, ne4{5, 7, 11, 1}})
                 for (int form = 0; form < 3; ++form) {  // 0 single, 1 swapped, 2 split
+                    const glu_op g = gf.first;
+                    const auto& f = gf.second;
                     check(std::string(glu_name(g)) + " " + tn(t) + sh(s) + " form " + std::to_string(form),
                           [&](context& ctx) {
                               built b;

@@ -837,6 +837,23 @@ inline void compute_node(const node& n, const exec_params& p) {
     }
 }
 
+// Whether the CPU executor has an implementation of op at all (for some types and
+// modes; unsupported_reason() decides per node). docs/ops.md lists the same set.
+inline bool implements(op_kind op) noexcept {
+    switch (op) {
+        case op_kind::none: case op_kind::view: case op_kind::reshape: case op_kind::permute: case op_kind::transpose:
+        case op_kind::dup: case op_kind::cont: case op_kind::cpy: case op_kind::add: case op_kind::sub: case op_kind::mul:
+        case op_kind::div: case op_kind::unary: case op_kind::sqr: case op_kind::sqrt: case op_kind::log: case op_kind::sin:
+        case op_kind::cos: case op_kind::scale: case op_kind::clamp: case op_kind::leaky_relu: case op_kind::fill:
+        case op_kind::glu: case op_kind::norm: case op_kind::rms_norm: case op_kind::l2_norm: case op_kind::sum:
+        case op_kind::sum_rows: case op_kind::mean: case op_kind::argmax: case op_kind::count_equal: case op_kind::repeat:
+        case op_kind::concat: case op_kind::get_rows: case op_kind::set_rows: case op_kind::diag_mask_inf:
+        case op_kind::diag_mask_zero: case op_kind::soft_max: case op_kind::rope: case op_kind::mul_mat:
+        case op_kind::flash_attn_ext: return true;
+        default: return false;
+    }
+}
+
 // Whether an op does no work (views, leafs).
 inline bool is_noop(op_kind op) noexcept {
     return op == op_kind::none || op == op_kind::view || op == op_kind::reshape || op == op_kind::permute ||
