@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "tessera/graph/all.hpp"
+#include "tessera/quant/reference.hpp"
 
 namespace harness {
 
@@ -81,6 +82,16 @@ inline host to_host(const node* n) {
     h.ne = n->lay.ne;
     h.v.resize(static_cast<std::size_t>(h.n()));
     std::size_t k = 0;
+    if (is_quantized(n->lay.type)) {  // block rows: dequantized with the reference
+        std::vector<float> row(static_cast<std::size_t>(h.ne[0]));
+        for (std::int64_t i3 = 0; i3 < h.ne[3]; ++i3)
+            for (std::int64_t i2 = 0; i2 < h.ne[2]; ++i2)
+                for (std::int64_t i1 = 0; i1 < h.ne[1]; ++i1) {
+                    quant::dequantize_row(n->lay.type, n->bytes() + n->lay.offset_of(0, i1, i2, i3), row.data(), h.ne[0]);
+                    for (float x : row) h.v[k++] = x;
+                }
+        return h;
+    }
     for (std::int64_t i3 = 0; i3 < h.ne[3]; ++i3)
         for (std::int64_t i2 = 0; i2 < h.ne[2]; ++i2)
             for (std::int64_t i1 = 0; i1 < h.ne[1]; ++i1)
@@ -178,6 +189,12 @@ inline outcome run_once(const build_fn& build, const ref_fn& ref, int threads, u
         for (auto& [t, f] : b.init)
             if (t == n) f(n, rng), custom = true;
         if (custom) continue;
+        if (is_quantized(n->lay.type)) {  // random floats quantized with the reference
+            std::vector<float> f(static_cast<std::size_t>(n->lay.nelements()));
+            for (float& x : f) x = static_cast<float>(u(rng));
+            quant::quantize(n->lay.type, f.data(), n->data, n->lay.nrows(), n->lay.ne[0]);
+            continue;
+        }
         for (std::int64_t i = 0; i < n->lay.nelements(); ++i)
             write_elem(n->lay.type, n->data + static_cast<std::size_t>(i) * static_cast<std::size_t>(type_size(n->lay.type)), u(rng));
     }

@@ -471,3 +471,84 @@ TEST_CASE("ops: diag_mask_inf, diag_mask_zero, repeat, concat") {
                   });
         }
 }
+
+TEST_CASE("ops: block-type weights: mul_mat (activations quantized to the dot partner), get_rows, cpy and set_rows into blocks") {
+    const type_id qtypes[] = {type_id::q4_0, type_id::q4_1, type_id::q5_0, type_id::q5_1, type_id::q8_0, type_id::iq4_nl,
+                              type_id::mxfp4, type_id::q2_K, type_id::q3_K, type_id::q4_K, type_id::q5_K, type_id::q6_K,
+                              type_id::iq4_xs};
+    for (type_id t : qtypes) {
+        for (auto [M, N, B2] : {std::array<std::int64_t, 3>{16, 1, 1}, {19, 7, 2}}) {
+            check("mul_mat " + tn(t) + " M" + std::to_string(M) + " N" + std::to_string(N),
+                  [&](context& ctx) {
+                      built b;
+                      node* a = ctx.new_tensor(t, {256, M, 1, 1});
+                      node* x = ctx.new_tensor(type_id::f32, {256, N, B2, 1});
+                      b.out = mul_mat(any_tensor(a), any_tensor(x)).get();
+                      b.inputs = {a, x};
+                      b.max_nmse = 5e-4;
+                      return b;
+                  },
+                  [&](const std::vector<host>& in) {
+                      host o = host::zeros({M, N, B2, 1});
+                      for (std::int64_t i2 = 0; i2 < B2; ++i2)
+                          for (std::int64_t n = 0; n < N; ++n)
+                              for (std::int64_t m = 0; m < M; ++m) {
+                                  double s = 0;
+                                  for (std::int64_t kk = 0; kk < 256; ++kk) s += in[0].at(kk, m) * in[1].at(kk, n, i2);
+                                  o.at(m, n, i2) = s;
+                              }
+                      return o;
+                  });
+        }
+        check("get_rows " + tn(t),
+              [&](context& ctx) {
+                  built b;
+                  node* a = ctx.new_tensor(t, {512, 6, 2, 1});
+                  node* idx = ctx.new_tensor(type_id::i32, {3, 2, 1, 1});
+                  b.out = get_rows(any_tensor(a), any_tensor(idx)).get();
+                  b.inputs = {a, idx};
+                  b.init.push_back({idx, indices_below(6)});
+                  b.max_nmse = 0;  // dequantization is exact
+                  return b;
+              },
+              [&](const std::vector<host>& in) {
+                  host o = host::zeros({512, 3, 2, 1});
+                  for (std::int64_t i2 = 0; i2 < 2; ++i2)
+                      for (std::int64_t i = 0; i < 3; ++i)
+                          for (std::int64_t e = 0; e < 512; ++e) o.at(e, i, i2) = in[0].at(e, static_cast<std::int64_t>(in[1].at(i, i2)), i2);
+                  return o;
+              });
+    }
+    // into blocks: the dequantized result must be the input within the type's quantization error
+    for (auto [t, bound] : {std::pair{type_id::q8_0, 1e-4}, std::pair{type_id::q4_0, 1e-2}, std::pair{type_id::q4_K, 1e-2}}) {
+        check("cpy f32 -> " + tn(t),
+              [&, t = t, bound = bound](context& ctx) {
+                  built b;
+                  node* x = ctx.new_tensor(type_id::f32, {256, 5, 1, 1});
+                  node* q = ctx.new_tensor(t, {256, 5, 1, 1});
+                  b.out = cpy(any_tensor(x), any_tensor(q)).get();
+                  b.inputs = {x};
+                  b.max_nmse = bound;
+                  return b;
+              },
+              [](const std::vector<host>& in) { return in[0]; });
+        check("set_rows f32 -> " + tn(t),
+              [&, t = t, bound = bound](context& ctx) {
+                  built b;
+                  node* dst = ctx.new_tensor(t, {256, 6, 1, 1});
+                  node* x = ctx.new_tensor(type_id::f32, {256, 6, 1, 1});
+                  node* idx = ctx.new_tensor(type_id::i64, {6, 1, 1, 1});
+                  b.out = set_rows(any_tensor(dst), any_tensor(x), any_tensor(idx)).get();
+                  b.inputs = {x, idx};
+                  b.init.push_back({idx, distinct_indices(6)});
+                  b.max_nmse = bound;
+                  return b;
+              },
+              [](const std::vector<host>& in) {
+                  host o = in[0];
+                  for (std::int64_t i = 0; i < 6; ++i)
+                      for (std::int64_t e = 0; e < 256; ++e) o.at(e, static_cast<std::int64_t>(in[1].at(i))) = in[0].at(e, i);
+                  return o;
+              });
+    }
+}

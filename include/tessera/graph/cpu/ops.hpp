@@ -20,6 +20,7 @@
 #include "tessera/core/error.hpp"
 #include "tessera/graph/cpu/rows.hpp"
 #include "tessera/graph/node.hpp"
+#include "tessera/quant/reference.hpp"
 
 TESSERA_BEGIN_NAMESPACE
 namespace graph::cpu {
@@ -94,6 +95,10 @@ inline std::string unsupported_reason(const node& n) {
             }
             const bool fa = is_float(ta) || ta == type_id::i32, fd = is_float(t) || t == type_id::i32;
             if (fa && fd) return {};
+            // through f32 rows: dequantize a block source, quantize into a block destination
+            const bool src_ok = is_float(ta) || (!detail::is_plain(ta) && quant::can_dequantize(ta));
+            const bool dst_ok = is_float(t) || (!detail::is_plain(t) && quant::can_quantize(t));
+            if (src_ok && dst_ok && a->lay.ne == n.lay.ne) return {};
             return "conversion " + tn(ta) + " -> " + tn(t) + " (quantize/dequantize copies need the quant kernels)";
         }
         case op_kind::add:
@@ -132,11 +137,11 @@ inline std::string unsupported_reason(const node& n) {
         case op_kind::concat:
             return detail::is_plain(t) ? std::string() : std::string(op_name(n.op)) + " of block type " + tn(t);
         case op_kind::get_rows:
-            if (is_float(a->lay.type) || a->lay.type == type_id::i32) return {};
-            return "get_rows from " + tn(a->lay.type) + " (dequantizing rows needs the quant kernels)";
+            if (is_float(a->lay.type) || a->lay.type == type_id::i32 || quant::can_dequantize(a->lay.type)) return {};
+            return "get_rows from " + tn(a->lay.type) + " (no dequantize kernel for this type yet)";
         case op_kind::set_rows:
-            if (is_float(t)) return {};
-            return "set_rows into " + tn(t) + " (quantizing rows needs the quant kernels)";
+            if (is_float(t) || quant::can_quantize(t)) return {};
+            return "set_rows into " + tn(t) + " (no quantize kernel for this type yet)";
         case op_kind::soft_max: return is_float(t) ? std::string() : "soft_max on " + tn(t);
         case op_kind::rope: {
             const auto& p = n.param<rope_params>();
@@ -146,7 +151,8 @@ inline std::string unsupported_reason(const node& n) {
         }
         case op_kind::mul_mat:
             if (is_float(a->lay.type)) return {};
-            return "mul_mat with " + tn(a->lay.type) + " weights (waiting for the quant vec_dot kernels)";
+            if (quant::can_quantize(a->lay.type) && quant::can_quantize(quant::dot_partner_type(a->lay.type))) return {};
+            return "mul_mat with " + tn(a->lay.type) + " weights (no vec_dot kernel for this type yet)";
         case op_kind::flash_attn_ext: {
             const node* k = n.src[1];
             const node* v = n.src[2];
@@ -180,6 +186,12 @@ inline scratch_need scratch_for(const node& n) {
             const node& b = *n.src[1];
             scratch_need s;
             const std::int64_t K = a.lay.ne[0];
+            if (is_quantized(a.lay.type)) {  // b as rows of the partner blocks; one f32 row per thread
+                s.shared = detail::align_up(static_cast<std::size_t>(b.lay.nrows()) *
+                                            static_cast<std::size_t>(row_size(quant::dot_partner_type(a.lay.type), K)));
+                s.per_thread = f(K + 16);
+                return s;
+            }
             if (a.lay.type != type_id::f32) s.per_thread = f(mul_mat_chunk * K);
             if (!mul_mat_b_direct(b)) s.shared = f(b.lay.nelements());
             return s;
@@ -201,6 +213,11 @@ inline scratch_need scratch_for(const node& n) {
 // ---- implementations -------------------------------------------------------------------------
 
 namespace impl {
+
+template <class B>
+constexpr bool block_traits_supported() {
+    return quant::block_traits<B>::supported;
+}
 
 inline void copy(const node& d, const exec_params& p) {
     const node& a = *d.src[0];
@@ -242,6 +259,12 @@ inline void copy(const node& d, const exec_params& p) {
                         std::memcpy(o, &v, 4);
                     }
                 }
+            } else if (is_quantized(la.type) || is_quantized(ld.type)) {
+                const float* x = buf;
+                if (is_quantized(la.type)) quant::dequantize_row(la.type, src, buf, la.ne[0]);
+                else x = load_f32(k, la.type, src, la.nb[0], la.ne[0], buf);
+                if (is_quantized(ld.type)) quant::quantize(ld.type, x, dst, 1, ld.ne[0]);
+                else store_f32(k, ld.type, dst, ld.nb[0], ld.ne[0], x);
             } else {
                 const float* x = load_f32(k, la.type, src, la.nb[0], la.ne[0], buf);
                 store_f32(k, ld.type, dst, ld.nb[0], ld.ne[0], x);
@@ -500,6 +523,8 @@ inline void get_rows(const node& d, const exec_params& p) {
         if (a.lay.type == type_id::i32) {
             for (std::int64_t j = 0; j < d.lay.ne[0]; ++j)
                 std::memcpy(o + static_cast<std::size_t>(j) * 4, s + static_cast<std::size_t>(j) * a.lay.nb[0], 4);
+        } else if (is_quantized(a.lay.type)) {
+            quant::dequantize_row(a.lay.type, s, reinterpret_cast<float*>(o), a.lay.ne[0]);
         } else {
             const float* x = load_f32(k, a.lay.type, s, a.lay.nb[0], a.lay.ne[0], buf);
             store_f32(k, type_id::f32, o, 4, d.lay.ne[0], x);
@@ -528,7 +553,8 @@ inline void set_rows(const node& d, const exec_params& p) {
         }
         if (row < 0 || row >= d.lay.ne[1]) continue;  // ignored, never written out of bounds
         const float* x = load_row(k, b, i, i2, i3, buf);
-        store_f32(k, d.lay.type, row_ptr(d, row, i2, i3), d.lay.nb[0], d.lay.ne[0], x);
+        if (is_quantized(d.lay.type)) quant::quantize(d.lay.type, x, row_ptr(d, row, i2, i3), 1, d.lay.ne[0]);
+        else store_f32(k, d.lay.type, row_ptr(d, row, i2, i3), d.lay.nb[0], d.lay.ne[0], x);
     }
 }
 
@@ -649,10 +675,56 @@ inline void rope(const node& d, const exec_params& p) {
     }
 }
 
+// Block-type weights, as ggml does it: each row of b is quantized once to the weights'
+// dot partner (q8_0, q8_1, q8_K), then out[m, n] = vec_dot(row m of a, row n of b).
+// Reference kernels for now (tessera/quant/reference.hpp); the SIMD vec_dot and packed
+// GEMM kernels of kernels/quant plug in here.
+inline void mul_mat_quant(const node& d, const exec_params& p) {
+    const node& a = *d.src[0];
+    const node& b = *d.src[1];
+    const auto& k = *p.k;
+    const type_id ta = a.lay.type, tp = quant::dot_partner_type(ta);
+    const std::int64_t K = a.lay.ne[0], M = a.lay.ne[1];
+    const std::int64_t N = b.lay.ne[1], B2 = b.lay.ne[2], B3 = b.lay.ne[3];
+    const auto qrow = static_cast<std::size_t>(row_size(tp, K));
+    std::byte* bq = p.shared;
+    float* buf = reinterpret_cast<float*>(p.scratch);
+    {
+        const auto [r0, r1] = p.split(b.lay.nrows());
+        for (std::int64_t r = r0; r < r1; ++r) {
+            const auto [i1, i2, i3] = unravel_row(b.lay, r);
+            quant::quantize(tp, load_row(k, b, i1, i2, i3, buf), bq + static_cast<std::size_t>(r) * qrow, 1, K);
+        }
+    }
+    p.barrier();
+    using dot_fn = float (*)(std::int64_t, const void*, const void*);
+    dot_fn dot = nullptr;
+    quant::visit_block_type(ta, [&]<class B>() {
+        if constexpr (block_traits_supported<B>())
+            dot = [](std::int64_t n, const void* x, const void* y) {
+                return quant::vec_dot_ref(n, static_cast<const B*>(x), static_cast<const typename quant::block_traits<B>::dot_partner*>(y));
+            };
+    });
+    const std::int64_t r2 = B2 / a.lay.ne[2], r3 = B3 / a.lay.ne[3];
+    const std::int64_t chunks = (M + mul_mat_chunk - 1) / mul_mat_chunk;
+    const auto [c0, c1] = p.split(chunks * B2 * B3);
+    for (std::int64_t c = c0; c < c1; ++c) {
+        const std::int64_t ch = c % chunks;
+        const std::int64_t i2 = (c / chunks) % B2, i3 = c / chunks / B2;
+        const std::int64_t m0 = ch * mul_mat_chunk, m1 = std::min(M, m0 + mul_mat_chunk);
+        for (std::int64_t n = 0; n < N; ++n) {
+            const std::byte* y = bq + static_cast<std::size_t>((i3 * B2 + i2) * N + n) * qrow;
+            float* o = reinterpret_cast<float*>(row_ptr(d, n, i2, i3));
+            for (std::int64_t m = m0; m < m1; ++m) o[m] = dot(K, row_ptr(a, m, i2 / r2, i3 / r3), y);
+        }
+    }
+}
+
 inline void mul_mat(const node& d, const exec_params& p) {
     const node& a = *d.src[0];
     const node& b = *d.src[1];
     const auto& k = *p.k;
+    if (is_quantized(a.lay.type)) return mul_mat_quant(d, p);
     const std::int64_t K = a.lay.ne[0], M = a.lay.ne[1];
     const std::int64_t N = b.lay.ne[1], B2 = b.lay.ne[2], B3 = b.lay.ne[3];
     // phase 1: b as packed f32 rows
