@@ -9,3 +9,7 @@
 #include "tessera/kernels/quant/table.hpp"
 #include "tessera/kernels/quant/vec_dot.hpp"
 #include "tessera/kernels/vec.hpp"
+#include "tessera/kernels/elementwise.hpp"
+#include "tessera/kernels/gemm.hpp"
+#include "tessera/kernels/reduce.hpp"
+#include "tessera/kernels/softmax.hpp"

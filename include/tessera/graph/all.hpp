@@ -1,0 +1,12 @@
+// All of tessera::graph: tensors, contexts, op builders, graphs, allocation and the
+// CPU executor.
+#pragma once
+
+#include "tessera/graph/allocate.hpp"
+#include "tessera/graph/context.hpp"
+#include "tessera/graph/cpu/executor.hpp"
+#include "tessera/graph/graph.hpp"
+#include "tessera/graph/node.hpp"
+#include "tessera/graph/op.hpp"
+#include "tessera/graph/ops.hpp"
+#include "tessera/graph/tensor.hpp"

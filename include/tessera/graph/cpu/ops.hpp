@@ -1,0 +1,936 @@
+// The CPU implementations of the ops, one function per op: each thread of a node
+// gets (ith, nth), its planned scratch and the dispatched kernels, handles its share
+// of rows, and may synchronize with the node's other threads (multi-phase ops such
+// as mul_mat, which first converts b to f32). Which ops and types are supported is
+// decided in unsupported_reason(); the executor refuses a graph before computing
+// anything if a node is not supported, so nothing silently computes wrong.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <utility>
+
+#include "tessera/config.hpp"
+#include "tessera/core/error.hpp"
+#include "tessera/graph/cpu/rows.hpp"
+#include "tessera/graph/node.hpp"
+#include "tessera/quant/reference.hpp"
+
+TESSERA_BEGIN_NAMESPACE
+namespace graph::cpu {
+
+namespace detail {
+
+inline bool is_float(type_id t) noexcept { return t == type_id::f32 || t == type_id::f16 || t == type_id::bf16; }
+inline bool is_plain(type_id t) noexcept { return block_size(t) == 1; }
+inline std::size_t align_up(std::size_t x, std::size_t a = 64) noexcept { return (x + a - 1) / a * a; }
+
+inline std::int64_t max_ne0(const node& n) {
+    std::int64_t m = n.lay.ne[0];
+    for (const node* s : n.src)
+        if (s) m = std::max(m, s->lay.ne[0]);
+    return m;
+}
+
+inline kernels::unary_kind unary_kind_of(const node& n, float& p0, float& p1) {
+    p0 = p1 = 0.f;
+    switch (n.op) {
+        case op_kind::unary: return static_cast<kernels::unary_kind>(static_cast<int>(n.param<unary_params>().op));
+        case op_kind::sqr: return kernels::unary_kind::sqr;
+        case op_kind::sqrt: return kernels::unary_kind::sqrt;
+        case op_kind::log: return kernels::unary_kind::log;
+        case op_kind::sin: return kernels::unary_kind::sin;
+        case op_kind::cos: return kernels::unary_kind::cos;
+        case op_kind::clamp:
+            p0 = n.param<clamp_params>().min;
+            p1 = n.param<clamp_params>().max;
+            return kernels::unary_kind::clamp;
+        case op_kind::leaky_relu: p0 = n.param<leaky_relu_params>().slope; return kernels::unary_kind::leaky_relu;
+        case op_kind::fill: p0 = n.param<fill_params>().value; return kernels::unary_kind::fill;
+        default: return kernels::unary_kind::abs;
+    }
+}
+
+// ALiBi slope of head h (ggml's formula).
+inline float alibi_slope(float max_bias, std::int64_t h, std::int64_t n_head) {
+    if (max_bias <= 0.f) return 1.f;
+    const auto n_log2 = static_cast<std::int64_t>(1) << static_cast<int>(std::floor(std::log2(static_cast<double>(n_head))));
+    const float m0 = std::pow(2.f, -max_bias / static_cast<float>(n_log2));
+    const float m1 = std::pow(2.f, -(max_bias / 2.f) / static_cast<float>(n_log2));
+    return h < n_log2 ? std::pow(m0, static_cast<float>(h + 1)) : std::pow(m1, static_cast<float>(2 * (h - n_log2) + 1));
+}
+
+}  // namespace detail
+
+// ---- support -------------------------------------------------------------------------------
+
+// Empty when the CPU executor computes this node exactly as ggml specifies; otherwise
+// a sentence saying what is not supported.
+inline std::string unsupported_reason(const node& n) {
+    using detail::is_float;
+    const node* a = n.src[0];
+    const node* b = n.src[1];
+    const type_id t = n.lay.type;
+    auto tn = [](type_id x) { return std::string(type_name(x)); };
+    switch (n.op) {
+        case op_kind::none:
+        case op_kind::view:
+        case op_kind::reshape:
+        case op_kind::permute:
+        case op_kind::transpose: return {};
+        case op_kind::dup:
+        case op_kind::cont:
+        case op_kind::cpy: {
+            const type_id ta = a->lay.type;
+            if (ta == t) {
+                if (detail::is_plain(t)) return {};
+                if (a->lay.ne == n.lay.ne || (a->lay.is_contiguous() && n.lay.is_contiguous())) return {};
+                return "copy of block type " + tn(t) + " between different shapes of non-contiguous tensors";
+            }
+            const bool fa = is_float(ta) || ta == type_id::i32, fd = is_float(t) || t == type_id::i32;
+            if (fa && fd) return {};
+            // through f32 rows: dequantize a block source, quantize into a block destination
+            const bool src_ok = is_float(ta) || (!detail::is_plain(ta) && quant::can_dequantize(ta));
+            const bool dst_ok = is_float(t) || (!detail::is_plain(t) && quant::can_quantize(t));
+            if (src_ok && dst_ok && a->lay.ne == n.lay.ne) return {};
+            return "conversion " + tn(ta) + " -> " + tn(t) + " (quantize/dequantize copies need the quant kernels)";
+        }
+        case op_kind::add:
+        case op_kind::sub:
+        case op_kind::mul:
+        case op_kind::div:
+            if (is_float(t) && is_float(a->lay.type) && is_float(b->lay.type)) return {};
+            return "binary op on " + tn(a->lay.type) + ", " + tn(b->lay.type);
+        case op_kind::unary: {
+            const auto u = n.param<unary_params>().op;
+            if (u == unary_op::xielu) return "unary op xielu";
+            return is_float(t) ? std::string() : "unary op on " + tn(t);
+        }
+        case op_kind::sqr:
+        case op_kind::sqrt:
+        case op_kind::log:
+        case op_kind::sin:
+        case op_kind::cos:
+        case op_kind::scale:
+        case op_kind::clamp:
+        case op_kind::leaky_relu:
+        case op_kind::fill:
+        case op_kind::glu:
+        case op_kind::norm:
+        case op_kind::rms_norm:
+        case op_kind::l2_norm:
+        case op_kind::diag_mask_inf:
+        case op_kind::diag_mask_zero:
+        case op_kind::sum:
+        case op_kind::sum_rows:
+        case op_kind::mean:
+            return is_float(a->lay.type) ? std::string() : std::string(op_name(n.op)) + " on " + tn(a->lay.type);
+        case op_kind::argmax: return a->lay.type == type_id::f32 ? std::string() : "argmax on " + tn(a->lay.type);
+        case op_kind::count_equal: return {};
+        case op_kind::repeat:
+        case op_kind::concat:
+            return detail::is_plain(t) ? std::string() : std::string(op_name(n.op)) + " of block type " + tn(t);
+        case op_kind::get_rows:
+            if (is_float(a->lay.type) || a->lay.type == type_id::i32 || quant::can_dequantize(a->lay.type)) return {};
+            return "get_rows from " + tn(a->lay.type) + " (no dequantize kernel for this type yet)";
+        case op_kind::set_rows:
+            if (is_float(t) || quant::can_quantize(t)) return {};
+            return "set_rows into " + tn(t) + " (no quantize kernel for this type yet)";
+        case op_kind::soft_max: return is_float(t) ? std::string() : "soft_max on " + tn(t);
+        case op_kind::rope: {
+            const auto& p = n.param<rope_params>();
+            if (p.mode != rope_mode_normal && p.mode != rope_mode_neox)
+                return "rope mode " + std::to_string(p.mode) + " (only normal 0 and neox 2 so far)";
+            return is_float(t) ? std::string() : "rope on " + tn(t);
+        }
+        case op_kind::mul_mat:
+            if (is_float(a->lay.type)) return {};
+            if (quant::can_quantize(a->lay.type) && quant::can_quantize(quant::dot_partner_type(a->lay.type))) return {};
+            return "mul_mat with " + tn(a->lay.type) + " weights (no vec_dot kernel for this type yet)";
+        case op_kind::flash_attn_ext: {
+            const node* k = n.src[1];
+            const node* v = n.src[2];
+            if (is_float(k->lay.type) && is_float(v->lay.type)) return {};
+            return "flash_attn_ext with " + tn(k->lay.type) + " K / " + tn(v->lay.type) + " V";
+        }
+        default: return "op " + std::string(op_name(n.op)) + " is not implemented on the CPU yet";
+    }
+}
+
+// ---- scratch planning ------------------------------------------------------------------------
+
+struct scratch_need {
+    std::size_t per_thread = 0;  // bytes each thread needs
+    std::size_t shared = 0;      // bytes shared by the node's threads
+};
+
+inline constexpr std::int64_t mul_mat_chunk = 64;
+inline constexpr std::int64_t impl_fa_q_block = 16;  // weight rows converted to f32 at a time
+
+inline bool mul_mat_b_direct(const node& b) {
+    return b.lay.type == type_id::f32 && b.lay.nb[0] == 4;
+}
+
+inline scratch_need scratch_for(const node& n) {
+    const auto f = [](std::int64_t floats) { return detail::align_up(static_cast<std::size_t>(floats) * 4); };
+    const auto rowf = static_cast<std::int64_t>(detail::align_up(static_cast<std::size_t>(detail::max_ne0(n)), 16));
+    switch (n.op) {
+        case op_kind::mul_mat: {
+            const node& a = *n.src[0];
+            const node& b = *n.src[1];
+            scratch_need s;
+            const std::int64_t K = a.lay.ne[0];
+            if (is_quantized(a.lay.type)) {  // b as rows of the partner blocks; one f32 row per thread
+                s.shared = detail::align_up(static_cast<std::size_t>(b.lay.nrows()) *
+                                            static_cast<std::size_t>(row_size(quant::dot_partner_type(a.lay.type), K)));
+                s.per_thread = f(K + 16);
+                return s;
+            }
+            if (a.lay.type != type_id::f32) s.per_thread = f(mul_mat_chunk * K);
+            if (!mul_mat_b_direct(b)) s.shared = f(b.lay.nelements());
+            return s;
+        }
+        case op_kind::flash_attn_ext: {
+            const std::int64_t dk = n.src[0]->lay.ne[0] + 16, dv = n.src[2]->lay.ne[0] + 16;
+            return {f((impl_fa_q_block + 1) * (dk + dv) + 2 * impl_fa_q_block + 64), 0};
+        }
+        case op_kind::rope: return {f(4 * rowf), 0};
+        case op_kind::none:
+        case op_kind::view:
+        case op_kind::reshape:
+        case op_kind::permute:
+        case op_kind::transpose: return {};
+        default: return {f(4 * rowf), 0};  // up to 3 rows (a, b, dst) rounded to 16 floats each
+    }
+}
+
+// ---- implementations -------------------------------------------------------------------------
+
+namespace impl {
+
+template <class B>
+constexpr bool block_traits_supported() {
+    return quant::block_traits<B>::supported;
+}
+
+inline void copy(const node& d, const exec_params& p) {
+    const node& a = *d.src[0];
+    const layout& la = a.lay;
+    const layout& ld = d.lay;
+    const auto& k = *p.k;
+    // same type, both packed: one memcpy split across threads
+    if (la.type == ld.type && la.is_contiguous() && ld.is_contiguous()) {
+        const auto total = static_cast<std::int64_t>(ld.nbytes());
+        const auto [b, e] = p.split(total);
+        if (e > b) std::memmove(d.bytes() + b, a.bytes() + b, static_cast<std::size_t>(e - b));
+        return;
+    }
+    if (la.ne == ld.ne) {  // row by row
+        const auto [r0, r1] = p.split(ld.nrows());
+        float* buf = reinterpret_cast<float*>(p.scratch);
+        const std::size_t es = static_cast<std::size_t>(type_size(ld.type));
+        for (std::int64_t r = r0; r < r1; ++r) {
+            const auto [i1, i2, i3] = unravel_row(ld, r);
+            const std::byte* src = row_ptr(a, i1, i2, i3);
+            std::byte* dst = row_ptr(d, i1, i2, i3);
+            if (la.type == ld.type) {
+                if (la.nb[0] == es && ld.nb[0] == es) {
+                    std::memmove(dst, src, static_cast<std::size_t>(ld.row_bytes()));
+                } else {
+                    for (std::int64_t i = 0; i < ld.ne[0]; ++i)
+                        std::memcpy(dst + static_cast<std::size_t>(i) * ld.nb[0], src + static_cast<std::size_t>(i) * la.nb[0], es);
+                }
+            } else if (la.type == type_id::i32 || ld.type == type_id::i32) {
+                for (std::int64_t i = 0; i < ld.ne[0]; ++i) {
+                    const std::byte* s = src + static_cast<std::size_t>(i) * la.nb[0];
+                    std::byte* o = dst + static_cast<std::size_t>(i) * ld.nb[0];
+                    if (la.type == type_id::i32) {
+                        std::int32_t v;
+                        std::memcpy(&v, s, 4);
+                        write_scalar(ld.type, o, static_cast<float>(v));
+                    } else {
+                        const auto v = static_cast<std::int32_t>(read_scalar(la.type, s));
+                        std::memcpy(o, &v, 4);
+                    }
+                }
+            } else if (is_quantized(la.type) || is_quantized(ld.type)) {
+                const float* x = buf;
+                if (is_quantized(la.type)) quant::dequantize_row(la.type, src, buf, la.ne[0]);
+                else x = load_f32(k, la.type, src, la.nb[0], la.ne[0], buf);
+                if (is_quantized(ld.type)) quant::quantize(ld.type, x, dst, 1, ld.ne[0]);
+                else store_f32(k, ld.type, dst, ld.nb[0], ld.ne[0], x);
+            } else {
+                const float* x = load_f32(k, la.type, src, la.nb[0], la.ne[0], buf);
+                store_f32(k, ld.type, dst, ld.nb[0], ld.ne[0], x);
+            }
+        }
+        return;
+    }
+    // different shapes, same element count: walk both in logical order (plain types)
+    const auto total = ld.nelements();
+    const auto [b, e] = p.split(total);
+    auto addr = [](const layout& l, std::byte* base, std::int64_t i) {
+        const std::int64_t i0 = i % l.ne[0];
+        i /= l.ne[0];
+        const std::int64_t i1 = i % l.ne[1];
+        i /= l.ne[1];
+        const std::int64_t i2 = i % l.ne[2];
+        const std::int64_t i3 = i / l.ne[2];
+        return base + l.offset_of(i0, i1, i2, i3);
+    };
+    const std::size_t es = static_cast<std::size_t>(type_size(ld.type));
+    if (!detail::is_plain(ld.type)) {  // blocks between packed tensors of different shapes
+        return;  // handled by the packed memcpy above (support check guarantees it)
+    }
+    for (std::int64_t i = b; i < e; ++i) {
+        std::byte* s = addr(la, a.bytes(), i);
+        std::byte* o = addr(ld, d.bytes(), i);
+        if (la.type == ld.type) {
+            std::memcpy(o, s, es);
+        } else if (la.type == type_id::i32) {
+            std::int32_t v;
+            std::memcpy(&v, s, 4);
+            write_scalar(ld.type, o, static_cast<float>(v));
+        } else if (ld.type == type_id::i32) {
+            const auto v = static_cast<std::int32_t>(read_scalar(la.type, s));
+            std::memcpy(o, &v, 4);
+        } else {
+            write_scalar(ld.type, o, read_scalar(la.type, s));
+        }
+    }
+}
+
+inline void binary(const node& d, const exec_params& p) {
+    const node& a = *d.src[0];
+    const node& b = *d.src[1];
+    const auto& k = *p.k;
+    const kernels::binary_kind kind = d.op == op_kind::add   ? kernels::binary_kind::add
+                                      : d.op == op_kind::sub ? kernels::binary_kind::sub
+                                      : d.op == op_kind::mul ? kernels::binary_kind::mul
+                                                             : kernels::binary_kind::div;
+    const std::int64_t ne0 = d.lay.ne[0], ne10 = b.lay.ne[0];
+    float* bufa = reinterpret_cast<float*>(p.scratch);
+    float* bufb = bufa + detail::align_up(static_cast<std::size_t>(detail::max_ne0(d)), 16);
+    float* bufd = bufb + detail::align_up(static_cast<std::size_t>(detail::max_ne0(d)), 16);
+    const auto [r0, r1] = p.split(d.lay.nrows());
+    for (std::int64_t r = r0; r < r1; ++r) {
+        const auto [i1, i2, i3] = unravel_row(d.lay, r);
+        const float* x = load_row(k, a, i1, i2, i3, bufa);
+        const float* y = load_row(k, b, i1 % b.lay.ne[1], i2 % b.lay.ne[2], i3 % b.lay.ne[3], bufb);
+        std::byte* drow = row_ptr(d, i1, i2, i3);
+        float* z = out_f32(d, drow, bufd);
+        if (ne10 == ne0) {
+            k.binary(kind, x, y, z, static_cast<std::size_t>(ne0), false);
+        } else {
+            for (std::int64_t i = 0; i < ne0; i += ne10)
+                k.binary(kind, x + i, y, z + i, static_cast<std::size_t>(ne10), ne10 == 1);
+        }
+        store_f32(k, d.lay.type, drow, d.lay.nb[0], ne0, z);
+    }
+}
+
+inline void unary(const node& d, const exec_params& p) {
+    const node& a = *d.src[0];
+    const auto& k = *p.k;
+    float p0, p1;
+    const auto kind = detail::unary_kind_of(d, p0, p1);
+    float* bufa = reinterpret_cast<float*>(p.scratch);
+    float* bufd = bufa + detail::align_up(static_cast<std::size_t>(d.lay.ne[0]), 16);
+    const auto [r0, r1] = p.split(d.lay.nrows());
+    for (std::int64_t r = r0; r < r1; ++r) {
+        const auto [i1, i2, i3] = unravel_row(d.lay, r);
+        const float* x = load_row(k, a, i1, i2, i3, bufa);
+        std::byte* drow = row_ptr(d, i1, i2, i3);
+        float* z = out_f32(d, drow, bufd);
+        const auto n = static_cast<std::size_t>(d.lay.ne[0]);
+        if (d.op == op_kind::scale) {
+            const auto& sp = d.param<scale_params>();
+            k.scale(x, z, n, sp.s, sp.b);
+        } else {
+            k.unary(kind, x, z, n, p0, p1);
+        }
+        store_f32(k, d.lay.type, drow, d.lay.nb[0], d.lay.ne[0], z);
+    }
+}
+
+inline void glu(const node& d, const exec_params& p) {
+    const node& a = *d.src[0];
+    const node* b = d.src[1];
+    const auto& k = *p.k;
+    const auto& gp = d.param<glu_params>();
+    const std::int64_t n = d.lay.ne[0];
+    float* bufa = reinterpret_cast<float*>(p.scratch);
+    float* bufb = bufa + detail::align_up(static_cast<std::size_t>(a.lay.ne[0]), 16);
+    float* bufd = bufb + detail::align_up(static_cast<std::size_t>(a.lay.ne[0]), 16);
+    const auto [r0, r1] = p.split(d.lay.nrows());
+    for (std::int64_t r = r0; r < r1; ++r) {
+        const auto [i1, i2, i3] = unravel_row(d.lay, r);
+        const float* x;
+        const float* g;
+        if (b) {
+            x = load_row(k, a, i1, i2, i3, bufa);
+            g = load_row(k, *b, i1, i2, i3, bufb);
+        } else {
+            const float* row = load_row(k, a, i1, i2, i3, bufa);
+            x = gp.swapped ? row + n : row;
+            g = gp.swapped ? row : row + n;
+        }
+        std::byte* drow = row_ptr(d, i1, i2, i3);
+        float* z = out_f32(d, drow, bufd);
+        k.glu(static_cast<kernels::glu_kind>(static_cast<int>(gp.op)), x, g, z, static_cast<std::size_t>(n), gp.alpha, gp.limit);
+        store_f32(k, d.lay.type, drow, d.lay.nb[0], n, z);
+    }
+}
+
+inline void norm(const node& d, const exec_params& p) {
+    const node& a = *d.src[0];
+    const auto& k = *p.k;
+    const float eps = d.param<norm_params>().eps;
+    const std::int64_t ne0 = d.lay.ne[0];
+    const auto n = static_cast<std::size_t>(ne0);
+    float* bufa = reinterpret_cast<float*>(p.scratch);
+    float* bufd = bufa + detail::align_up(n, 16);
+    const auto [r0, r1] = p.split(d.lay.nrows());
+    for (std::int64_t r = r0; r < r1; ++r) {
+        const auto [i1, i2, i3] = unravel_row(d.lay, r);
+        const float* x = load_row(k, a, i1, i2, i3, bufa);
+        std::byte* drow = row_ptr(d, i1, i2, i3);
+        float* z = out_f32(d, drow, bufd);
+        if (d.op == op_kind::rms_norm) {
+            const double ms = k.sumsq(x, n) / static_cast<double>(ne0);
+            k.scale(x, z, n, static_cast<float>(1.0 / std::sqrt(ms + static_cast<double>(eps))), 0.f);
+        } else if (d.op == op_kind::l2_norm) {
+            const double nrm = std::sqrt(k.sumsq(x, n));
+            k.scale(x, z, n, static_cast<float>(1.0 / std::max(nrm, static_cast<double>(eps))), 0.f);
+        } else {
+            const double mean = k.sum(x, n) / static_cast<double>(ne0);
+            k.scale(x, z, n, 1.f, static_cast<float>(-mean));
+            const double var = k.sumsq(z, n) / static_cast<double>(ne0);
+            k.scale(z, z, n, static_cast<float>(1.0 / std::sqrt(var + static_cast<double>(eps))), 0.f);
+        }
+        store_f32(k, d.lay.type, drow, d.lay.nb[0], ne0, z);
+    }
+}
+
+inline void reduce(const node& d, const exec_params& p) {
+    const node& a = *d.src[0];
+    const auto& k = *p.k;
+    float* buf = reinterpret_cast<float*>(p.scratch);
+    const auto n = static_cast<std::size_t>(a.lay.ne[0]);
+    if (d.op == op_kind::sum) {
+        if (p.ith != 0) return;
+        double s = 0;
+        for (std::int64_t r = 0; r < a.lay.nrows(); ++r) {
+            const auto [i1, i2, i3] = unravel_row(a.lay, r);
+            s += k.sum(load_row(k, a, i1, i2, i3, buf), n);
+        }
+        write_scalar(d.lay.type, d.bytes(), static_cast<float>(s));
+        return;
+    }
+    const auto [r0, r1] = p.split(a.lay.nrows());
+    for (std::int64_t r = r0; r < r1; ++r) {
+        const auto [i1, i2, i3] = unravel_row(a.lay, r);
+        const float* x = load_row(k, a, i1, i2, i3, buf);
+        std::byte* o = row_ptr(d, i1, i2, i3);
+        if (d.op == op_kind::argmax) {
+            const auto v = static_cast<std::int32_t>(k.argmax(x, n));
+            std::memcpy(d.bytes() + static_cast<std::size_t>(i1) * 4, &v, 4);
+        } else {
+            double s = k.sum(x, n);
+            if (d.op == op_kind::mean) s /= static_cast<double>(a.lay.ne[0]);
+            write_scalar(d.lay.type, o, static_cast<float>(s));
+        }
+    }
+}
+
+inline void count_equal(const node& d, const exec_params& p) {
+    if (p.ith != 0) return;
+    const node& a = *d.src[0];
+    const node& b = *d.src[1];
+    std::int64_t c = 0;
+    for (std::int64_t r = 0; r < a.lay.nrows(); ++r) {
+        const auto [i1, i2, i3] = unravel_row(a.lay, r);
+        const std::byte* x = row_ptr(a, i1, i2, i3);
+        const std::byte* y = row_ptr(b, i1, i2, i3);
+        for (std::int64_t i = 0; i < a.lay.ne[0]; ++i) {
+            std::int32_t u, v;
+            std::memcpy(&u, x + static_cast<std::size_t>(i) * a.lay.nb[0], 4);
+            std::memcpy(&v, y + static_cast<std::size_t>(i) * b.lay.nb[0], 4);
+            c += u == v;
+        }
+    }
+    std::memcpy(d.bytes(), &c, 8);
+}
+
+inline void repeat(const node& d, const exec_params& p) {
+    const node& a = *d.src[0];
+    const std::size_t es = static_cast<std::size_t>(type_size(d.lay.type));
+    const auto [r0, r1] = p.split(d.lay.nrows());
+    for (std::int64_t r = r0; r < r1; ++r) {
+        const auto [i1, i2, i3] = unravel_row(d.lay, r);
+        const std::byte* s = row_ptr(a, i1 % a.lay.ne[1], i2 % a.lay.ne[2], i3 % a.lay.ne[3]);
+        std::byte* o = row_ptr(d, i1, i2, i3);
+        for (std::int64_t i = 0; i < d.lay.ne[0]; ++i)
+            std::memcpy(o + static_cast<std::size_t>(i) * d.lay.nb[0], s + static_cast<std::size_t>(i % a.lay.ne[0]) * a.lay.nb[0], es);
+    }
+}
+
+inline void concat(const node& d, const exec_params& p) {
+    const node& a = *d.src[0];
+    const node& b = *d.src[1];
+    const int dim = d.param<concat_params>().dim;
+    const std::size_t es = static_cast<std::size_t>(type_size(d.lay.type));
+    const auto [r0, r1] = p.split(d.lay.nrows());
+    for (std::int64_t r = r0; r < r1; ++r) {
+        const auto [i1, i2, i3] = unravel_row(d.lay, r);
+        std::array<std::int64_t, 4> idx{0, i1, i2, i3};
+        std::byte* o = row_ptr(d, i1, i2, i3);
+        for (std::int64_t i0 = 0; i0 < d.lay.ne[0]; ++i0) {
+            idx[0] = i0;
+            const auto da = static_cast<std::size_t>(dim);
+            const bool from_a = idx[da] < a.lay.ne[da];
+            const node& s = from_a ? a : b;
+            auto j = idx;
+            if (!from_a) j[da] -= a.lay.ne[da];
+            std::memcpy(o + static_cast<std::size_t>(i0) * d.lay.nb[0], s.bytes() + s.lay.offset_of(j[0], j[1], j[2], j[3]), es);
+        }
+    }
+}
+
+inline void get_rows(const node& d, const exec_params& p) {
+    const node& a = *d.src[0];
+    const node& ix = *d.src[1];
+    const auto& k = *p.k;
+    float* buf = reinterpret_cast<float*>(p.scratch);
+    const auto [r0, r1] = p.split(d.lay.nrows());
+    for (std::int64_t r = r0; r < r1; ++r) {
+        const auto [i, i10, i11] = unravel_row(d.lay, r);  // dst row (i, i10, i11)
+        std::int32_t row;
+        std::memcpy(&row, ix.bytes() + static_cast<std::size_t>(i) * ix.lay.nb[0] + static_cast<std::size_t>(i10) * ix.lay.nb[1] +
+                              static_cast<std::size_t>(i11) * ix.lay.nb[2], 4);
+        std::byte* o = row_ptr(d, i, i10, i11);
+        if (row < 0 || row >= a.lay.ne[1]) {  // out of range: zeros rather than a wild read
+            std::memset(o, 0, static_cast<std::size_t>(d.lay.row_bytes()));
+            continue;
+        }
+        const std::byte* s = row_ptr(a, row, i10, i11);
+        if (a.lay.type == type_id::i32) {
+            for (std::int64_t j = 0; j < d.lay.ne[0]; ++j)
+                std::memcpy(o + static_cast<std::size_t>(j) * 4, s + static_cast<std::size_t>(j) * a.lay.nb[0], 4);
+        } else if (is_quantized(a.lay.type)) {
+            quant::dequantize_row(a.lay.type, s, reinterpret_cast<float*>(o), a.lay.ne[0]);
+        } else {
+            const float* x = load_f32(k, a.lay.type, s, a.lay.nb[0], a.lay.ne[0], buf);
+            store_f32(k, type_id::f32, o, 4, d.lay.ne[0], x);
+        }
+    }
+}
+
+inline void set_rows(const node& d, const exec_params& p) {
+    const node& b = *d.src[0];
+    const node& ix = *d.src[1];
+    const auto& k = *p.k;
+    float* buf = reinterpret_cast<float*>(p.scratch);
+    const auto [r0, r1] = p.split(b.lay.nrows());
+    for (std::int64_t r = r0; r < r1; ++r) {
+        const auto [i, i2, i3] = unravel_row(b.lay, r);
+        const std::byte* ip = ix.bytes() + static_cast<std::size_t>(i) * ix.lay.nb[0] +
+                              static_cast<std::size_t>(i2 % ix.lay.ne[1]) * ix.lay.nb[1] +
+                              static_cast<std::size_t>(i3 % ix.lay.ne[2]) * ix.lay.nb[2];
+        std::int64_t row;
+        if (ix.lay.type == type_id::i64) {
+            std::memcpy(&row, ip, 8);
+        } else {
+            std::int32_t v;
+            std::memcpy(&v, ip, 4);
+            row = v;
+        }
+        if (row < 0 || row >= d.lay.ne[1]) continue;  // ignored, never written out of bounds
+        const float* x = load_row(k, b, i, i2, i3, buf);
+        if (is_quantized(d.lay.type)) quant::quantize(d.lay.type, x, row_ptr(d, row, i2, i3), 1, d.lay.ne[0]);
+        else store_f32(k, d.lay.type, row_ptr(d, row, i2, i3), d.lay.nb[0], d.lay.ne[0], x);
+    }
+}
+
+inline void diag_mask(const node& d, const exec_params& p) {
+    const node& a = *d.src[0];
+    const auto& k = *p.k;
+    const int n_past = d.param<diag_mask_params>().n_past;
+    const float v = d.op == op_kind::diag_mask_inf ? -std::numeric_limits<float>::infinity() : 0.f;
+    float* bufa = reinterpret_cast<float*>(p.scratch);
+    float* bufd = bufa + detail::align_up(static_cast<std::size_t>(d.lay.ne[0]), 16);
+    const auto [r0, r1] = p.split(d.lay.nrows());
+    for (std::int64_t r = r0; r < r1; ++r) {
+        const auto [i1, i2, i3] = unravel_row(d.lay, r);
+        const float* x = load_row(k, a, i1, i2, i3, bufa);
+        std::byte* drow = row_ptr(d, i1, i2, i3);
+        float* z = out_f32(d, drow, bufd);
+        for (std::int64_t i = 0; i < d.lay.ne[0]; ++i) z[i] = i > n_past + i1 ? v : x[i];
+        store_f32(k, d.lay.type, drow, d.lay.nb[0], d.lay.ne[0], z);
+    }
+}
+
+inline void soft_max(const node& d, const exec_params& p) {
+    const node& a = *d.src[0];
+    const node* mask = d.src[1];
+    const node* sinks = d.src[2];
+    const auto& k = *p.k;
+    const auto& sp = d.param<soft_max_params>();
+    const std::int64_t ne0 = d.lay.ne[0];
+    const auto n = static_cast<std::size_t>(ne0);
+    float* bufa = reinterpret_cast<float*>(p.scratch);
+    float* bufm = bufa + detail::align_up(n, 16);
+    float* bufd = bufm + detail::align_up(n, 16);
+    const auto [r0, r1] = p.split(d.lay.nrows());
+    for (std::int64_t r = r0; r < r1; ++r) {
+        const auto [i1, i2, i3] = unravel_row(d.lay, r);
+        const float* x = load_row(k, a, i1, i2, i3, bufa);
+        std::byte* drow = row_ptr(d, i1, i2, i3);
+        float* z = out_f32(d, drow, bufd);
+        if (mask) {
+            const float* m = load_row(k, *mask, i1, i2 % mask->lay.ne[2], i3 % mask->lay.ne[3], bufm);
+            k.scale_add(x, sp.scale, m, detail::alibi_slope(sp.max_bias, i2, d.lay.ne[2]), z, n);
+        } else {
+            k.scale(x, z, n, sp.scale, 0.f);
+        }
+        float mx = k.max(z, n);
+        float sink = 0.f;
+        if (sinks) {
+            sink = read_scalar(type_id::f32, sinks->bytes() + static_cast<std::size_t>(i2) * sinks->lay.nb[0]);
+            mx = std::max(mx, sink);
+        }
+        double sum = 0;
+        if (mx == -std::numeric_limits<float>::infinity()) {  // a fully masked row: zeros, as ggml gives
+            std::fill(z, z + ne0, 0.f);
+        } else {
+            sum = k.softmax_exp(z, z, n, mx);
+            if (sinks) sum += std::exp(static_cast<double>(sink - mx));
+            k.scale(z, z, n, static_cast<float>(1.0 / sum), 0.f);
+        }
+        store_f32(k, d.lay.type, drow, d.lay.nb[0], ne0, z);
+    }
+}
+
+inline void rope(const node& d, const exec_params& p) {
+    const node& a = *d.src[0];
+    const node& pos = *d.src[1];
+    const node* ff = d.src[2];
+    const auto& k = *p.k;
+    const auto& rp = d.param<rope_params>();
+    const std::int64_t ne0 = d.lay.ne[0];
+    const std::int64_t half = rp.n_dims / 2;
+    float* bufa = reinterpret_cast<float*>(p.scratch);
+    float* bufd = bufa + detail::align_up(static_cast<std::size_t>(ne0), 16);
+    float* cs = bufd + detail::align_up(static_cast<std::size_t>(ne0), 16);  // cos[half], sin[half]
+    float* sn = cs + half;
+    // YaRN correction dims
+    float corr0 = 0.f, corr1 = 0.f;
+    {
+        const auto corr = [&](float beta) {
+            return static_cast<float>(rp.n_dims) * std::log(static_cast<float>(rp.n_ctx_orig) / (beta * 2.f * 3.14159265358979323846f)) /
+                   (2.f * std::log(rp.freq_base));
+        };
+        corr0 = std::max(0.f, std::floor(corr(rp.beta_fast)));
+        corr1 = std::min(static_cast<float>(rp.n_dims - 1), std::ceil(corr(rp.beta_slow)));
+    }
+    const bool neox = rp.mode == rope_mode_neox;
+    std::int64_t cached = -1;
+    const auto [r0, r1] = p.split(d.lay.nrows());
+    for (std::int64_t r = r0; r < r1; ++r) {
+        const auto [i1, i2, i3] = unravel_row(d.lay, r);
+        if (i2 != cached) {
+            std::int32_t ipos;
+            std::memcpy(&ipos, pos.bytes() + static_cast<std::size_t>(i2) * pos.lay.nb[0], 4);
+            const float fpos = static_cast<float>(ipos);
+            for (std::int64_t i = 0; i < half; ++i) {
+                float theta_extrap = fpos * std::pow(rp.freq_base, -2.f * static_cast<float>(i) / static_cast<float>(rp.n_dims));
+                if (ff) theta_extrap /= read_scalar(type_id::f32, ff->bytes() + static_cast<std::size_t>(i) * ff->lay.nb[0]);
+                const float theta_interp = rp.freq_scale * theta_extrap;
+                float theta = theta_interp;
+                float mscale = rp.attn_factor;
+                if (rp.ext_factor != 0.f) {
+                    const float y = (static_cast<float>(i) - corr0) / std::max(0.001f, corr1 - corr0);
+                    const float ramp = 1.f - std::min(1.f, std::max(0.f, y));
+                    const float mix = ramp * rp.ext_factor;
+                    theta = theta_interp * (1.f - mix) + theta_extrap * mix;
+                    mscale *= 1.f + 0.1f * std::log(1.f / rp.freq_scale);
+                }
+                cs[i] = std::cos(theta) * mscale;
+                sn[i] = std::sin(theta) * mscale;
+            }
+            cached = i2;
+        }
+        const float* x = load_row(k, a, i1, i2, i3, bufa);
+        std::byte* drow = row_ptr(d, i1, i2, i3);
+        float* z = out_f32(d, drow, bufd);
+        k.rope(x, z, cs, sn, static_cast<std::size_t>(rp.n_dims), neox);
+        for (std::int64_t i = rp.n_dims; i < ne0; ++i) z[i] = x[i];
+        store_f32(k, d.lay.type, drow, d.lay.nb[0], ne0, z);
+    }
+}
+
+// Block-type weights, as ggml does it: each row of b is quantized once to the weights'
+// dot partner (q8_0, q8_1, q8_K), then out[m, n] = vec_dot(row m of a, row n of b).
+// Reference kernels for now (tessera/quant/reference.hpp); the SIMD vec_dot and packed
+// GEMM kernels of kernels/quant plug in here.
+inline void mul_mat_quant(const node& d, const exec_params& p) {
+    const node& a = *d.src[0];
+    const node& b = *d.src[1];
+    const auto& k = *p.k;
+    const type_id ta = a.lay.type, tp = quant::dot_partner_type(ta);
+    const std::int64_t K = a.lay.ne[0], M = a.lay.ne[1];
+    const std::int64_t N = b.lay.ne[1], B2 = b.lay.ne[2], B3 = b.lay.ne[3];
+    const auto qrow = static_cast<std::size_t>(row_size(tp, K));
+    std::byte* bq = p.shared;
+    float* buf = reinterpret_cast<float*>(p.scratch);
+    {
+        const auto [r0, r1] = p.split(b.lay.nrows());
+        for (std::int64_t r = r0; r < r1; ++r) {
+            const auto [i1, i2, i3] = unravel_row(b.lay, r);
+            quant::quantize(tp, load_row(k, b, i1, i2, i3, buf), bq + static_cast<std::size_t>(r) * qrow, 1, K);
+        }
+    }
+    p.barrier();
+    using dot_fn = float (*)(std::int64_t, const void*, const void*);
+    dot_fn dot = nullptr;
+    quant::visit_block_type(ta, [&]<class B>() {
+        if constexpr (block_traits_supported<B>())
+            dot = [](std::int64_t n, const void* x, const void* y) {
+                return quant::vec_dot_ref(n, static_cast<const B*>(x), static_cast<const typename quant::block_traits<B>::dot_partner*>(y));
+            };
+    });
+    const std::int64_t r2 = B2 / a.lay.ne[2], r3 = B3 / a.lay.ne[3];
+    const std::int64_t chunks = (M + mul_mat_chunk - 1) / mul_mat_chunk;
+    const auto [c0, c1] = p.split(chunks * B2 * B3);
+    for (std::int64_t c = c0; c < c1; ++c) {
+        const std::int64_t ch = c % chunks;
+        const std::int64_t i2 = (c / chunks) % B2, i3 = c / chunks / B2;
+        const std::int64_t m0 = ch * mul_mat_chunk, m1 = std::min(M, m0 + mul_mat_chunk);
+        for (std::int64_t n = 0; n < N; ++n) {
+            const std::byte* y = bq + static_cast<std::size_t>((i3 * B2 + i2) * N + n) * qrow;
+            float* o = reinterpret_cast<float*>(row_ptr(d, n, i2, i3));
+            for (std::int64_t m = m0; m < m1; ++m) o[m] = dot(K, row_ptr(a, m, i2 / r2, i3 / r3), y);
+        }
+    }
+}
+
+inline void mul_mat(const node& d, const exec_params& p) {
+    const node& a = *d.src[0];
+    const node& b = *d.src[1];
+    const auto& k = *p.k;
+    if (is_quantized(a.lay.type)) return mul_mat_quant(d, p);
+    const std::int64_t K = a.lay.ne[0], M = a.lay.ne[1];
+    const std::int64_t N = b.lay.ne[1], B2 = b.lay.ne[2], B3 = b.lay.ne[3];
+    // phase 1: b as packed f32 rows
+    const float* bf = nullptr;
+    std::size_t b_row = 0, b_mat = 0, b_batch = 0;  // strides in floats
+    if (mul_mat_b_direct(b)) {
+        bf = reinterpret_cast<const float*>(b.bytes());
+        b_row = b.lay.nb[1] / 4, b_mat = b.lay.nb[2] / 4, b_batch = b.lay.nb[3] / 4;
+    } else {
+        float* out = reinterpret_cast<float*>(p.shared);
+        const auto [r0, r1] = p.split(b.lay.nrows());
+        for (std::int64_t r = r0; r < r1; ++r) {
+            const auto [i1, i2, i3] = unravel_row(b.lay, r);
+            float* dst = out + static_cast<std::size_t>(r) * static_cast<std::size_t>(K);
+            const float* x = load_row(k, b, i1, i2, i3, dst);
+            if (x != dst) std::memcpy(dst, x, static_cast<std::size_t>(K) * 4);
+        }
+        p.barrier();
+        bf = out;
+        b_row = static_cast<std::size_t>(K), b_mat = b_row * static_cast<std::size_t>(N), b_batch = b_mat * static_cast<std::size_t>(B2);
+    }
+    // phase 2: chunks of weight rows x all of b
+    const std::int64_t chunks = (M + mul_mat_chunk - 1) / mul_mat_chunk;
+    const std::int64_t r2 = B2 / a.lay.ne[2], r3 = B3 / a.lay.ne[3];
+    const auto [c0, c1] = p.split(chunks * B2 * B3);
+    float* abuf = reinterpret_cast<float*>(p.scratch);
+    const std::size_t ldc = d.lay.nb[1] / 4;
+    for (std::int64_t c = c0; c < c1; ++c) {
+        const std::int64_t ch = c % chunks;
+        const std::int64_t i2 = (c / chunks) % B2, i3 = c / chunks / B2;
+        const std::int64_t m0 = ch * mul_mat_chunk, ml = std::min(mul_mat_chunk, M - m0);
+        const std::byte* arow = row_ptr(a, m0, i2 / r2, i3 / r3);
+        const float* ap;
+        std::size_t lda;
+        if (a.lay.type == type_id::f32) {
+            ap = reinterpret_cast<const float*>(arow);
+            lda = a.lay.nb[1] / 4;
+        } else {
+            for (std::int64_t m = 0; m < ml; ++m) {
+                float* dst = abuf + static_cast<std::size_t>(m * K);
+                const float* x = load_f32(k, a.lay.type, arow + static_cast<std::size_t>(m) * a.lay.nb[1], a.lay.nb[0], K, dst);
+                if (x != dst) std::memcpy(dst, x, static_cast<std::size_t>(K) * 4);
+            }
+            ap = abuf;
+            lda = static_cast<std::size_t>(K);
+        }
+        const float* bp = bf + static_cast<std::size_t>(i2) * b_mat + static_cast<std::size_t>(i3) * b_batch;
+        float* cp = reinterpret_cast<float*>(row_ptr(d, 0, i2, i3)) + m0;
+        k.gemm(ap, lda, bp, b_row, cp, ldc, static_cast<std::size_t>(ml), static_cast<std::size_t>(N), static_cast<std::size_t>(K));
+    }
+}
+
+inline constexpr std::int64_t fa_q_block = impl_fa_q_block;  // queries that share one conversion of each K/V row
+
+inline void flash_attn_ext(const node& d, const exec_params& p) {
+    const node& q = *d.src[0];
+    const node& kk = *d.src[1];
+    const node& v = *d.src[2];
+    const node* mask = d.src[3];
+    const node* sinks = d.src[4];
+    const auto& k = *p.k;
+    const auto& fp = d.param<flash_attn_params>();
+    const std::int64_t Dk = q.lay.ne[0], Dv = v.lay.ne[0], n_q = q.lay.ne[1], H = q.lay.ne[2], n_kv = kk.lay.ne[1];
+    const std::int64_t rk2 = H / kk.lay.ne[2], rk3 = q.lay.ne[3] / kk.lay.ne[3];
+    const auto rdk = static_cast<std::int64_t>(detail::align_up(static_cast<std::size_t>(Dk), 16));
+    const auto rdv = static_cast<std::int64_t>(detail::align_up(static_cast<std::size_t>(Dv), 16));
+    float* acc = reinterpret_cast<float*>(p.scratch);     // [fa_q_block][rdv]
+    float* qb = acc + fa_q_block * rdv;                    // [fa_q_block][rdk]
+    float* kb = qb + fa_q_block * rdk;                     // [rdk]
+    float* vb = kb + rdk;                                  // [rdv]
+    float* M = vb + rdv;                                   // [fa_q_block]
+    float* S = M + fa_q_block;                             // [fa_q_block]
+    const std::int64_t n_blocks = (n_q + fa_q_block - 1) / fa_q_block;
+    const auto [w0, w1] = p.split(n_blocks * H * q.lay.ne[3]);
+    constexpr float ninf = -std::numeric_limits<float>::infinity();
+    for (std::int64_t w = w0; w < w1; ++w) {
+        const std::int64_t blk = w % n_blocks, iq2 = (w / n_blocks) % H, iq3 = w / n_blocks / H;
+        const std::int64_t q0 = blk * fa_q_block, nb = std::min(fa_q_block, n_q - q0);
+        const std::int64_t ik2 = iq2 / rk2, ik3 = iq3 / rk3;
+        const float slope = detail::alibi_slope(fp.max_bias, iq2, H);
+        const float* qr[fa_q_block];
+        const std::byte* mrow[fa_q_block];
+        for (std::int64_t b = 0; b < nb; ++b) {
+            qr[b] = load_row(k, q, q0 + b, iq2, iq3, qb + b * rdk);
+            mrow[b] = mask ? row_ptr(*mask, q0 + b, iq2 % mask->lay.ne[2], iq3 % mask->lay.ne[3]) : nullptr;
+            std::fill(acc + b * rdv, acc + b * rdv + Dv, 0.f);
+            M[b] = ninf;
+            S[b] = 0.f;
+        }
+        for (std::int64_t j = 0; j < n_kv; ++j) {
+            const float* kr = nullptr;
+            const float* vr = nullptr;
+            for (std::int64_t b = 0; b < nb; ++b) {
+                const float mv = mrow[b] ? read_scalar(mask->lay.type, mrow[b] + static_cast<std::size_t>(j) * mask->lay.nb[0]) : 0.f;
+                if (mv == ninf) continue;
+                if (!kr) {
+                    kr = load_row(k, kk, j, ik2, ik3, kb);
+                    vr = load_row(k, v, j, ik2, ik3, vb);
+                }
+                float s = k.dot(qr[b], kr, static_cast<std::size_t>(Dk)) * fp.scale;
+                if (fp.logit_softcap != 0.f) s = fp.logit_softcap * std::tanh(s / fp.logit_softcap);
+                s += slope * mv;
+                float* a = acc + b * rdv;
+                if (s > M[b]) {
+                    const float f = std::exp(M[b] - s);
+                    M[b] = s;
+                    k.scale(a, a, static_cast<std::size_t>(Dv), f, 0.f);
+                    S[b] = S[b] * f + 1.f;
+                    k.axpy(1.f, vr, a, static_cast<std::size_t>(Dv));
+                } else {
+                    const float e = std::exp(s - M[b]);
+                    S[b] += e;
+                    k.axpy(e, vr, a, static_cast<std::size_t>(Dv));
+                }
+            }
+        }
+        for (std::int64_t b = 0; b < nb; ++b) {
+            float* a = acc + b * rdv;
+            if (sinks) {
+                const float sk = read_scalar(type_id::f32, sinks->bytes() + static_cast<std::size_t>(iq2) * sinks->lay.nb[0]);
+                if (sk > M[b]) {
+                    const float f = std::exp(M[b] - sk);
+                    k.scale(a, a, static_cast<std::size_t>(Dv), f, 0.f);
+                    S[b] = S[b] * f + 1.f;
+                } else {
+                    S[b] += std::exp(sk - M[b]);
+                }
+            }
+            float* o = reinterpret_cast<float*>(row_ptr(d, iq2, q0 + b, iq3));
+            k.scale(a, o, static_cast<std::size_t>(Dv), S[b] > 0 ? 1.f / S[b] : 0.f, 0.f);
+        }
+    }
+}
+
+}  // namespace impl
+
+// Computes this thread's share of node n.
+inline void compute_node(const node& n, const exec_params& p) {
+    switch (n.op) {
+        case op_kind::none:
+        case op_kind::view:
+        case op_kind::reshape:
+        case op_kind::permute:
+        case op_kind::transpose: return;
+        case op_kind::dup:
+        case op_kind::cont:
+        case op_kind::cpy: return impl::copy(n, p);
+        case op_kind::add:
+        case op_kind::sub:
+        case op_kind::mul:
+        case op_kind::div: return impl::binary(n, p);
+        case op_kind::unary:
+        case op_kind::sqr:
+        case op_kind::sqrt:
+        case op_kind::log:
+        case op_kind::sin:
+        case op_kind::cos:
+        case op_kind::scale:
+        case op_kind::clamp:
+        case op_kind::leaky_relu:
+        case op_kind::fill: return impl::unary(n, p);
+        case op_kind::glu: return impl::glu(n, p);
+        case op_kind::norm:
+        case op_kind::rms_norm:
+        case op_kind::l2_norm: return impl::norm(n, p);
+        case op_kind::sum:
+        case op_kind::sum_rows:
+        case op_kind::mean:
+        case op_kind::argmax: return impl::reduce(n, p);
+        case op_kind::count_equal: return impl::count_equal(n, p);
+        case op_kind::repeat: return impl::repeat(n, p);
+        case op_kind::concat: return impl::concat(n, p);
+        case op_kind::get_rows: return impl::get_rows(n, p);
+        case op_kind::set_rows: return impl::set_rows(n, p);
+        case op_kind::diag_mask_inf:
+        case op_kind::diag_mask_zero: return impl::diag_mask(n, p);
+        case op_kind::soft_max: return impl::soft_max(n, p);
+        case op_kind::rope: return impl::rope(n, p);
+        case op_kind::mul_mat: return impl::mul_mat(n, p);
+        case op_kind::flash_attn_ext: return impl::flash_attn_ext(n, p);
+        default: return;  // refused by unsupported_reason before any compute
+    }
+}
+
+// Whether the CPU executor has an implementation of op at all (for some types and
+// modes; unsupported_reason() decides per node). docs/ops.md lists the same set.
+inline bool implements(op_kind op) noexcept {
+    switch (op) {
+        case op_kind::none: case op_kind::view: case op_kind::reshape: case op_kind::permute: case op_kind::transpose:
+        case op_kind::dup: case op_kind::cont: case op_kind::cpy: case op_kind::add: case op_kind::sub: case op_kind::mul:
+        case op_kind::div: case op_kind::unary: case op_kind::sqr: case op_kind::sqrt: case op_kind::log: case op_kind::sin:
+        case op_kind::cos: case op_kind::scale: case op_kind::clamp: case op_kind::leaky_relu: case op_kind::fill:
+        case op_kind::glu: case op_kind::norm: case op_kind::rms_norm: case op_kind::l2_norm: case op_kind::sum:
+        case op_kind::sum_rows: case op_kind::mean: case op_kind::argmax: case op_kind::count_equal: case op_kind::repeat:
+        case op_kind::concat: case op_kind::get_rows: case op_kind::set_rows: case op_kind::diag_mask_inf:
+        case op_kind::diag_mask_zero: case op_kind::soft_max: case op_kind::rope: case op_kind::mul_mat:
+        case op_kind::flash_attn_ext: return true;
+        default: return false;
+    }
+}
+
+// Whether an op does no work (views, leafs).
+inline bool is_noop(op_kind op) noexcept {
+    return op == op_kind::none || op == op_kind::view || op == op_kind::reshape || op == op_kind::permute ||
+           op == op_kind::transpose;
+}
+
+}  // namespace graph::cpu
+TESSERA_END_NAMESPACE

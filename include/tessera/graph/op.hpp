@@ -1,0 +1,178 @@
+// The op catalogue: every forward op of ggml as an enum, the unary and gated
+// (GLU) sub-ops, and each op's parameters as a typed struct (ggml keeps them in an
+// untyped int32[16]; here a node holds a std::variant of these structs).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string_view>
+#include <variant>
+
+#include "tessera/config.hpp"
+#include "tessera/core/type_id.hpp"
+
+TESSERA_BEGIN_NAMESPACE
+namespace graph {
+
+// ggml's op list (GGML_OP_*), in ggml's order. Which of them the CPU executor runs is
+// `cpu_supports(op)` (graph/cpu/support.hpp) and the table in docs/ops.md.
+#define TESSERA_FOR_EACH_OP(X)                                                                    \
+    X(none) X(dup) X(add) X(add_id) X(add1) X(acc) X(sub) X(mul) X(div) X(sqr) X(sqrt) X(log)     \
+    X(sin) X(cos) X(sum) X(sum_rows) X(cumsum) X(mean) X(argmax) X(count_equal) X(repeat)          \
+    X(repeat_back) X(concat) X(silu_back) X(norm) X(rms_norm) X(rms_norm_back) X(group_norm)       \
+    X(l2_norm) X(mul_mat) X(mul_mat_id) X(out_prod) X(scale) X(set) X(cpy) X(cont) X(reshape)      \
+    X(view) X(permute) X(transpose) X(get_rows) X(get_rows_back) X(set_rows) X(diag)               \
+    X(diag_mask_inf) X(diag_mask_zero) X(soft_max) X(soft_max_back) X(rope) X(rope_back) X(clamp)  \
+    X(conv_transpose_1d) X(im2col) X(im2col_back) X(im2col_3d) X(conv_2d) X(conv_3d)              \
+    X(conv_2d_dw) X(conv_transpose_2d) X(pool_1d) X(pool_2d) X(pool_2d_back) X(upscale) X(pad)     \
+    X(pad_reflect_1d) X(roll) X(arange) X(timestep_embedding) X(argsort) X(top_k) X(leaky_relu)    \
+    X(tri) X(fill) X(flash_attn_ext) X(flash_attn_back) X(ssm_conv) X(ssm_scan) X(win_part)        \
+    X(win_unpart) X(get_rel_pos) X(add_rel_pos) X(rwkv_wkv6) X(gated_linear_attn) X(rwkv_wkv7)     \
+    X(solve_tri) X(gated_delta_net) X(unary) X(map_custom1) X(map_custom2) X(map_custom3)          \
+    X(custom) X(cross_entropy_loss) X(cross_entropy_loss_back) X(opt_step_adamw) X(opt_step_sgd)   \
+    X(glu) X(col2im_1d) X(lightning_indexer)
+
+enum class op_kind : std::uint8_t {
+#define TESSERA_OP_ENUM_(n) n,
+    TESSERA_FOR_EACH_OP(TESSERA_OP_ENUM_)
+#undef TESSERA_OP_ENUM_
+};
+
+inline constexpr std::array<std::string_view, 0
+#define TESSERA_OP_COUNT_(n) +1
+    TESSERA_FOR_EACH_OP(TESSERA_OP_COUNT_)
+#undef TESSERA_OP_COUNT_
+    > op_names = {
+#define TESSERA_OP_NAME_(n) #n,
+        TESSERA_FOR_EACH_OP(TESSERA_OP_NAME_)
+#undef TESSERA_OP_NAME_
+};
+inline constexpr std::size_t op_count = op_names.size();
+
+constexpr std::string_view op_name(op_kind k) noexcept { return op_names[static_cast<std::size_t>(k)]; }
+
+// ggml's unary ops (GGML_UNARY_OP_*), in ggml's order.
+#define TESSERA_FOR_EACH_UNARY(X)                                                                  \
+    X(abs) X(sgn) X(neg) X(step) X(tanh) X(elu) X(relu) X(sigmoid) X(gelu) X(gelu_quick) X(silu)   \
+    X(hardswish) X(hardsigmoid) X(exp) X(expm1) X(softplus) X(gelu_erf) X(xielu) X(floor) X(ceil)  \
+    X(round) X(trunc)
+
+enum class unary_op : std::uint8_t {
+#define TESSERA_UNARY_ENUM_(n) n,
+    TESSERA_FOR_EACH_UNARY(TESSERA_UNARY_ENUM_)
+#undef TESSERA_UNARY_ENUM_
+};
+inline constexpr std::array<std::string_view, 22> unary_names = {
+#define TESSERA_UNARY_NAME_(n) #n,
+    TESSERA_FOR_EACH_UNARY(TESSERA_UNARY_NAME_)
+#undef TESSERA_UNARY_NAME_
+};
+constexpr std::string_view unary_name(unary_op u) noexcept { return unary_names[static_cast<std::size_t>(u)]; }
+
+// ggml's gated linear units (GGML_GLU_OP_*), in ggml's order.
+enum class glu_op : std::uint8_t { reglu, geglu, swiglu, swiglu_oai, geglu_erf, geglu_quick };
+inline constexpr std::array<std::string_view, 6> glu_names = {"reglu",      "geglu",     "swiglu",
+                                                              "swiglu_oai", "geglu_erf", "geglu_quick"};
+constexpr std::string_view glu_name(glu_op g) noexcept { return glu_names[static_cast<std::size_t>(g)]; }
+
+// ---- op parameters ---------------------------------------------------------------------
+// One struct per op that has parameters. Field names follow ggml's documentation.
+
+struct unary_params {
+    unary_op op;
+};
+struct glu_params {
+    glu_op op;
+    bool swapped = false;  // single-tensor form: activate the second half instead of the first
+    float alpha = 1.702f;  // swiglu_oai
+    float limit = 7.0f;    // swiglu_oai
+};
+struct scale_params {
+    float s = 1.0f;
+    float b = 0.0f;  // x*s + b
+};
+struct clamp_params {
+    float min, max;
+};
+struct leaky_relu_params {
+    float slope;
+};
+struct fill_params {
+    float value;
+};
+struct norm_params {
+    float eps;
+};
+struct group_norm_params {
+    int n_groups;
+    float eps;
+};
+struct view_params {  // view, reshape, permute, transpose: where in the root the view starts
+    std::size_t offset = 0;
+    std::array<int, 4> axes{0, 1, 2, 3};  // permute only
+};
+struct concat_params {
+    int dim;
+};
+struct diag_mask_params {
+    int n_past;
+};
+struct soft_max_params {
+    float scale = 1.0f;
+    float max_bias = 0.0f;  // ALiBi when > 0 (needs a mask)
+};
+// rope mode bits, as ggml numbers them
+inline constexpr int rope_mode_normal = 0;
+inline constexpr int rope_mode_neox = 2;
+inline constexpr int rope_mode_mrope = 8;
+inline constexpr int rope_mode_vision = 24;
+inline constexpr int rope_mode_imrope = 40;
+struct rope_params {
+    int n_dims;
+    int mode = rope_mode_normal;
+    int n_ctx_orig = 0;
+    float freq_base = 10000.0f;
+    float freq_scale = 1.0f;
+    float ext_factor = 0.0f;
+    float attn_factor = 1.0f;
+    float beta_fast = 32.0f;
+    float beta_slow = 1.0f;
+    std::array<int, 4> sections{};  // mrope / vision
+};
+struct flash_attn_params {
+    float scale = 1.0f;
+    float max_bias = 0.0f;
+    float logit_softcap = 0.0f;
+    bool prec_f32 = false;  // ggml's GGML_PREC_F32; the CPU path always accumulates in f32
+};
+struct mul_mat_params {
+    bool prec_f32 = false;
+};
+struct cpy_params {};  // cpy, dup, cont: no parameters
+struct set_params {    // set, acc: the view of the destination that receives b
+    std::size_t nb1, nb2, nb3, offset;
+};
+struct arange_params {
+    float start, stop, step;
+};
+struct argsort_params {
+    bool descending = false;
+};
+struct top_k_params {
+    int k;
+};
+struct pad_params {
+    std::array<int, 4> left{}, right{};
+};
+struct roll_params {
+    std::array<int, 4> shift{};
+};
+
+using op_params = std::variant<std::monostate, unary_params, glu_params, scale_params, clamp_params,
+                               leaky_relu_params, fill_params, norm_params, group_norm_params, view_params,
+                               concat_params, diag_mask_params, soft_max_params, rope_params,
+                               flash_attn_params, mul_mat_params, cpy_params, set_params, arange_params, argsort_params,
+                               top_k_params, pad_params, roll_params>;
+
+}  // namespace graph
+TESSERA_END_NAMESPACE

@@ -1,0 +1,138 @@
+// Softmax and rope row kernels.
+//  - softmax_exp_f32: y = exp(x - max), returns the sum of y (in double).
+//  - scale_add_f32:   y = x*s + slope*m (the logits of soft_max with a mask).
+//  - rope_f32:        rotates pairs of x by the angles whose cos/sin are given; pairs are
+//                     (2i, 2i+1) in normal mode and (i, i + n/2) in neox mode.
+#pragma once
+
+#include <cmath>
+#include <cstddef>
+
+#include "tessera/config.hpp"
+#include "tessera/simd/dispatch.hpp"
+
+TESSERA_BEGIN_NAMESPACE
+namespace kernels {
+
+namespace detail {
+
+template <class A>
+double softmax_exp_f32(const float* x, float* y, std::size_t n, float max, simd::requires_arch<simd::scalar>) {
+    double s = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+        y[i] = std::exp(x[i] - max);
+        s += static_cast<double>(y[i]);
+    }
+    return s;
+}
+template <class A>
+double softmax_exp_f32(const float* x, float* y, std::size_t n, float max, simd::requires_arch<simd::xsimd_common>) {
+    using B = xsimd::batch<float, typename A::xsimd_arch>;
+    constexpr std::size_t w = B::size;
+    const B m(max);
+    B acc(0.f);
+    std::size_t i = 0;
+    for (; i + w <= n; i += w) {
+        const B e = xsimd::exp(B::load_unaligned(x + i) - m);
+        e.store_unaligned(y + i);
+        acc += e;
+    }
+    double s = static_cast<double>(xsimd::hadd(acc));
+    for (; i < n; ++i) {
+        y[i] = std::exp(x[i] - max);
+        s += static_cast<double>(y[i]);
+    }
+    return s;
+}
+
+template <class A>
+void scale_add_f32(const float* x, float s, const float* m, float slope, float* y, std::size_t n,
+                   simd::requires_arch<simd::scalar>) {
+    for (std::size_t i = 0; i < n; ++i) y[i] = x[i] * s + slope * m[i];
+}
+template <class A>
+void scale_add_f32(const float* x, float s, const float* m, float slope, float* y, std::size_t n,
+                   simd::requires_arch<simd::xsimd_common>) {
+    using B = xsimd::batch<float, typename A::xsimd_arch>;
+    constexpr std::size_t w = B::size;
+    const B vs(s), vp(slope);
+    std::size_t i = 0;
+    for (; i + w <= n; i += w)
+        xsimd::fma(B::load_unaligned(x + i), vs, B::load_unaligned(m + i) * vp).store_unaligned(y + i);
+    for (; i < n; ++i) y[i] = x[i] * s + slope * m[i];
+}
+
+template <class A>
+void rope_f32(const float* x, float* y, const float* c, const float* s, std::size_t n_dims, bool neox,
+              simd::requires_arch<simd::scalar>) {
+    const std::size_t h = n_dims / 2;
+    if (neox) {
+        for (std::size_t i = 0; i < h; ++i) {
+            const float x0 = x[i], x1 = x[i + h];
+            y[i] = x0 * c[i] - x1 * s[i];
+            y[i + h] = x0 * s[i] + x1 * c[i];
+        }
+    } else {
+        for (std::size_t i = 0; i < h; ++i) {
+            const float x0 = x[2 * i], x1 = x[2 * i + 1];
+            y[2 * i] = x0 * c[i] - x1 * s[i];
+            y[2 * i + 1] = x0 * s[i] + x1 * c[i];
+        }
+    }
+}
+template <class A>
+void rope_f32(const float* x, float* y, const float* c, const float* s, std::size_t n_dims, bool neox,
+              simd::requires_arch<simd::xsimd_common>) {
+    if (!neox) return rope_f32<A>(x, y, c, s, n_dims, neox, simd::scalar{});
+    using B = xsimd::batch<float, typename A::xsimd_arch>;
+    constexpr std::size_t w = B::size;
+    const std::size_t h = n_dims / 2;
+    std::size_t i = 0;
+    for (; i + w <= h; i += w) {
+        const B x0 = B::load_unaligned(x + i), x1 = B::load_unaligned(x + i + h);
+        const B cv = B::load_unaligned(c + i), sv = B::load_unaligned(s + i);
+        xsimd::fms(x0, cv, x1 * sv).store_unaligned(y + i);
+        xsimd::fma(x0, sv, x1 * cv).store_unaligned(y + i + h);
+    }
+    for (; i < h; ++i) {
+        const float x0 = x[i], x1 = x[i + h];
+        y[i] = x0 * c[i] - x1 * s[i];
+        y[i + h] = x0 * s[i] + x1 * c[i];
+    }
+}
+
+}  // namespace detail
+
+template <class A>
+struct softmax_exp_f32 {
+    double operator()(const float* x, float* y, std::size_t n, float max) const;
+};
+template <class A>
+double softmax_exp_f32<A>::operator()(const float* x, float* y, std::size_t n, float max) const {
+    return detail::softmax_exp_f32<A>(x, y, n, max, A{});
+}
+TESSERA_KERNEL(softmax_exp_f32);
+
+template <class A>
+struct scale_add_f32 {
+    void operator()(const float* x, float s, const float* m, float slope, float* y, std::size_t n) const;
+};
+template <class A>
+void scale_add_f32<A>::operator()(const float* x, float s, const float* m, float slope, float* y, std::size_t n) const {
+    detail::scale_add_f32<A>(x, s, m, slope, y, n, A{});
+}
+TESSERA_KERNEL(scale_add_f32);
+
+template <class A>
+struct rope_f32 {
+    void operator()(const float* x, float* y, const float* c, const float* s, std::size_t n_dims, bool neox) const;
+};
+template <class A>
+void rope_f32<A>::operator()(const float* x, float* y, const float* c, const float* s, std::size_t n_dims,
+                             bool neox) const {
+    detail::rope_f32<A>(x, y, c, s, n_dims, neox, A{});
+}
+TESSERA_KERNEL(rope_f32);
+
+}  // namespace kernels
+TESSERA_END_NAMESPACE
