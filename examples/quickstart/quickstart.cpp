@@ -28,6 +28,24 @@ int main() {
         simd::call<kernels::f16_to_f32>(h.data(), back.data(), h.size());
         std::printf("x[123] = %.6f, as f16 = 0x%04x = %.6f\n", static_cast<double>(x[123]), h[123].bits,
                     static_cast<double>(back[123]));
+
+        // A small graph: y = rms_norm(W x) with W quantized to q8_0, on 2 threads.
+        graph::context ctx;
+        auto w = graph::new_tensor<float, 2>(ctx, {64, 8}, "w");
+        auto v = graph::new_tensor<float, 2>(ctx, {64, 1}, "x");
+        std::vector<float> wv(64 * 8), xv(64);
+        for (std::size_t i = 0; i < wv.size(); ++i) wv[i] = static_cast<float>((i * 37) % 17) / 17.0f - 0.5f;
+        for (std::size_t i = 0; i < xv.size(); ++i) xv[i] = static_cast<float>(i % 5) - 2.0f;
+        w.set(wv);
+        v.set(xv);
+        auto wq = graph::cast<quant::block_q8_0>(w);  // quantize the weights inside the graph
+        auto r = graph::rms_norm(graph::mul_mat(wq, v), 1e-6f);
+        graph::cpu_executor(2).compute(graph::build_forward(r));
+        std::vector<float> out(8);
+        r.get(out);
+        std::printf("rms_norm(W_q8_0 x) =");
+        for (float o : out) std::printf(" %.3f", static_cast<double>(o));
+        std::printf("\n");
         return 0;
     } catch (const error& e) {
         std::fprintf(stderr, "quickstart: %s\n", e.what());

@@ -10,6 +10,7 @@
 #include "tessera/core/tensor_view.hpp"
 #include "tessera/core/type_id.hpp"
 #include "tessera/gguf/reader.hpp"
+#include "tessera/graph/all.hpp"
 #include "tessera/gguf/writer.hpp"
 #include "tessera/kernels/all.hpp"
 #include "tessera/memory/arena.hpp"

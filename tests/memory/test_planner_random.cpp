@@ -165,7 +165,7 @@ TEST_CASE("random DAGs: no overlap of live tensors, alignment, same results as f
             }
         std::vector<std::byte*> bases;
         for (auto& b : planned) bases.push_back(b.data());
-        const auto bound = bind(p, bases, ext);
+        const auto bound = bind_plan(p, bases, ext);
 
         std::vector<std::vector<float>> fresh(g.size());
         std::vector<std::byte*> fresh_data(g.size(), nullptr);

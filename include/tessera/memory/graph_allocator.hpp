@@ -30,21 +30,21 @@ struct bound_graph {
 
 // Binds a plan to buffer base pointers and to the data of the external tensors
 // (`external[i]` for each external tensor i; other entries are ignored).
-inline bound_graph bind(const plan& p, std::span<std::byte* const> bases, std::span<std::byte* const> external) {
+inline bound_graph bind_plan(const plan& p, std::span<std::byte* const> bases, std::span<std::byte* const> external) {
     bound_graph g;
     g.data.assign(p.offset.size(), nullptr);
     for (std::size_t i = 0; i < p.offset.size(); ++i) {
         std::byte* base = nullptr;
         if (p.buffer[i] >= 0) {
             if (static_cast<std::size_t>(p.buffer[i]) >= bases.size())
-                fail(errc::invalid_argument, "bind: tensor " + std::to_string(i) + " is in buffer " +
+                fail(errc::invalid_argument, "bind_plan: tensor " + std::to_string(i) + " is in buffer " +
                                                  std::to_string(p.buffer[i]) + " but " +
                                                  std::to_string(bases.size()) + " buffer bases were given");
             base = bases[static_cast<std::size_t>(p.buffer[i])];
         } else {
             const auto r = static_cast<std::size_t>(p.root[i]);
             if (r >= external.size())
-                fail(errc::invalid_argument, "bind: no data given for external tensor " + std::to_string(r));
+                fail(errc::invalid_argument, "bind_plan: no data given for external tensor " + std::to_string(r));
             base = external[r];
         }
         g.data[i] = base ? base + p.offset[i] : nullptr;
@@ -82,7 +82,7 @@ public:
         std::vector<std::byte*> bases;
         bases.reserve(buffers_.size());
         for (auto& b : buffers_) bases.push_back(b.data());
-        return bind(plan_, bases, external);
+        return bind_plan(plan_, bases, external);  // qualified: ADL would find std::bind
     }
 
     const plan& last_plan() const noexcept { return plan_; }
