@@ -168,9 +168,10 @@ namespace detail {
 struct buffer_table {
     std::mutex mu;
     std::map<std::uintptr_t, std::pair<std::size_t, void*>> ranges;  // base -> (size, state*)
+    // Never destroyed, so buffers that outlive other statics can still unregister.
     static buffer_table& get() {
-        static buffer_table t;
-        return t;
+        static buffer_table* t = new buffer_table;
+        return *t;
     }
 };
 }  // namespace detail

@@ -200,8 +200,16 @@ private:
             st.work_cap = cap;
         }
         const graph::cpu::kernel_set ks = graph::cpu::kernel_set::for_arch(simd::active_arch());
-        std::atomic<bool> stop{false};
-        std::atomic<std::size_t> done{0};
+        // The node after which every thread leaves: set before that node's barrier and
+        // read after it, so a thread that is already further on cannot make a slower one
+        // leave a node early (which would leave the others waiting at the barrier).
+        constexpr std::size_t never = SIZE_MAX;
+        std::atomic<std::size_t> stop_at{never};
+        auto request_stop = [&](std::size_t i) {
+            std::size_t cur = stop_at.load(std::memory_order_relaxed);
+            while (i < cur && !stop_at.compare_exchange_weak(cur, i, std::memory_order_relaxed)) {
+            }
+        };
         std::byte* work = st.work.get();
         std::mutex err_mu;
         std::exception_ptr err;
@@ -223,19 +231,16 @@ private:
                 } catch (...) {
                     std::lock_guard<std::mutex> lk(err_mu);
                     if (!err) err = std::current_exception();
-                    stop.store(true, std::memory_order_relaxed);
+                    request_stop(i);
                 }
-                if (ith == 0) {
-                    done.store(i + 1, std::memory_order_relaxed);
-                    if (st.abort && i + 1 < nodes.size() && st.abort()) stop.store(true, std::memory_order_relaxed);
-                }
+                if (ith == 0 && st.abort && i + 1 < nodes.size() && st.abort()) request_stop(i);
                 st.pool.barrier();
-                if (stop.load(std::memory_order_relaxed)) return;
+                if (stop_at.load(std::memory_order_relaxed) <= i) return;
             }
         });
         if (err) std::rethrow_exception(err);
-        if (stop.load())
-            fail(errc::aborted, "CPU: compute aborted by the callback after node " + std::to_string(done.load()) + " of " +
+        if (const std::size_t at = stop_at.load(); at != never)
+            fail(errc::aborted, "CPU: compute aborted by the callback after node " + std::to_string(at + 1) + " of " +
                                     std::to_string(nodes.size()));
     }
 
