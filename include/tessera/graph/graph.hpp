@@ -57,7 +57,11 @@ public:
     // Graphviz: nodes as boxes (op, shape), leafs as ellipses, an edge per source.
     std::string dot() const {
         std::string s = "digraph G {\n  newrank = true;\n  rankdir = TB;\n";
-        auto id = [](const node* n) { return "t" + std::to_string(reinterpret_cast<std::uintptr_t>(n)); };
+        auto id = [](const node* n) {
+            std::string r(1, 't');
+            r += std::to_string(reinterpret_cast<std::uintptr_t>(n));
+            return r;
+        };
         auto label = [](const node* n) {
             std::string l = n->name.empty() ? std::string() : escape(n->name) + "\\n";
             l += std::string(op_label(*n)) + "\\n" + n->lay.to_string();

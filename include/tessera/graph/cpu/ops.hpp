@@ -164,7 +164,8 @@ struct scratch_need {
     std::size_t shared = 0;      // bytes shared by the node's threads
 };
 
-inline constexpr std::int64_t mul_mat_chunk = 64;  // weight rows converted to f32 at a time
+inline constexpr std::int64_t mul_mat_chunk = 64;
+inline constexpr std::int64_t impl_fa_q_block = 16;  // weight rows converted to f32 at a time
 
 inline bool mul_mat_b_direct(const node& b) {
     return b.lay.type == type_id::f32 && b.lay.nb[0] == 4;
@@ -172,6 +173,7 @@ inline bool mul_mat_b_direct(const node& b) {
 
 inline scratch_need scratch_for(const node& n) {
     const auto f = [](std::int64_t floats) { return detail::align_up(static_cast<std::size_t>(floats) * 4); };
+    const auto rowf = static_cast<std::int64_t>(detail::align_up(static_cast<std::size_t>(detail::max_ne0(n)), 16));
     switch (n.op) {
         case op_kind::mul_mat: {
             const node& a = *n.src[0];
@@ -183,16 +185,16 @@ inline scratch_need scratch_for(const node& n) {
             return s;
         }
         case op_kind::flash_attn_ext: {
-            const std::int64_t dk = n.src[0]->lay.ne[0], dv = n.src[2]->lay.ne[0];
-            return {f(2 * dk + 2 * dv + 16), 0};
+            const std::int64_t dk = n.src[0]->lay.ne[0] + 16, dv = n.src[2]->lay.ne[0] + 16;
+            return {f((impl_fa_q_block + 1) * (dk + dv) + 2 * impl_fa_q_block + 64), 0};
         }
-        case op_kind::rope: return {f(3 * detail::max_ne0(n) + 16), 0};
+        case op_kind::rope: return {f(4 * rowf), 0};
         case op_kind::none:
         case op_kind::view:
         case op_kind::reshape:
         case op_kind::permute:
         case op_kind::transpose: return {};
-        default: return {f(3 * detail::max_ne0(n) + 16), 0};
+        default: return {f(4 * rowf), 0};  // up to 3 rows (a, b, dst) rounded to 16 floats each
     }
 }
 
@@ -703,6 +705,8 @@ inline void mul_mat(const node& d, const exec_params& p) {
     }
 }
 
+inline constexpr std::int64_t fa_q_block = impl_fa_q_block;  // queries that share one conversion of each K/V row
+
 inline void flash_attn_ext(const node& d, const exec_params& p) {
     const node& q = *d.src[0];
     const node& kk = *d.src[1];
@@ -713,53 +717,73 @@ inline void flash_attn_ext(const node& d, const exec_params& p) {
     const auto& fp = d.param<flash_attn_params>();
     const std::int64_t Dk = q.lay.ne[0], Dv = v.lay.ne[0], n_q = q.lay.ne[1], H = q.lay.ne[2], n_kv = kk.lay.ne[1];
     const std::int64_t rk2 = H / kk.lay.ne[2], rk3 = q.lay.ne[3] / kk.lay.ne[3];
-    float* acc = reinterpret_cast<float*>(p.scratch);
-    float* qb = acc + detail::align_up(static_cast<std::size_t>(Dv), 16);
-    float* kb = qb + detail::align_up(static_cast<std::size_t>(Dk), 16);
-    float* vb = kb + detail::align_up(static_cast<std::size_t>(Dk), 16);
-    const std::int64_t rows = n_q * H * q.lay.ne[3];
-    const auto [r0, r1] = p.split(rows);
-    for (std::int64_t r = r0; r < r1; ++r) {
-        const std::int64_t iq1 = r % n_q, iq2 = (r / n_q) % H, iq3 = r / n_q / H;
+    const auto rdk = static_cast<std::int64_t>(detail::align_up(static_cast<std::size_t>(Dk), 16));
+    const auto rdv = static_cast<std::int64_t>(detail::align_up(static_cast<std::size_t>(Dv), 16));
+    float* acc = reinterpret_cast<float*>(p.scratch);     // [fa_q_block][rdv]
+    float* qb = acc + fa_q_block * rdv;                    // [fa_q_block][rdk]
+    float* kb = qb + fa_q_block * rdk;                     // [rdk]
+    float* vb = kb + rdk;                                  // [rdv]
+    float* M = vb + rdv;                                   // [fa_q_block]
+    float* S = M + fa_q_block;                             // [fa_q_block]
+    const std::int64_t n_blocks = (n_q + fa_q_block - 1) / fa_q_block;
+    const auto [w0, w1] = p.split(n_blocks * H * q.lay.ne[3]);
+    constexpr float ninf = -std::numeric_limits<float>::infinity();
+    for (std::int64_t w = w0; w < w1; ++w) {
+        const std::int64_t blk = w % n_blocks, iq2 = (w / n_blocks) % H, iq3 = w / n_blocks / H;
+        const std::int64_t q0 = blk * fa_q_block, nb = std::min(fa_q_block, n_q - q0);
         const std::int64_t ik2 = iq2 / rk2, ik3 = iq3 / rk3;
         const float slope = detail::alibi_slope(fp.max_bias, iq2, H);
-        const float* qr = load_row(k, q, iq1, iq2, iq3, qb);
-        std::fill(acc, acc + Dv, 0.f);
-        float M = -std::numeric_limits<float>::infinity();
-        double S = 0;
-        const std::byte* mrow = mask ? row_ptr(*mask, iq1, iq2 % mask->lay.ne[2], iq3 % mask->lay.ne[3]) : nullptr;
+        const float* qr[fa_q_block];
+        const std::byte* mrow[fa_q_block];
+        for (std::int64_t b = 0; b < nb; ++b) {
+            qr[b] = load_row(k, q, q0 + b, iq2, iq3, qb + b * rdk);
+            mrow[b] = mask ? row_ptr(*mask, q0 + b, iq2 % mask->lay.ne[2], iq3 % mask->lay.ne[3]) : nullptr;
+            std::fill(acc + b * rdv, acc + b * rdv + Dv, 0.f);
+            M[b] = ninf;
+            S[b] = 0.f;
+        }
         for (std::int64_t j = 0; j < n_kv; ++j) {
-            const float mv = mrow ? read_scalar(mask->lay.type, mrow + static_cast<std::size_t>(j) * mask->lay.nb[0]) : 0.f;
-            if (mv == -std::numeric_limits<float>::infinity()) continue;
-            const float* kr = load_row(k, kk, j, ik2, ik3, kb);
-            float s = k.dot(qr, kr, static_cast<std::size_t>(Dk)) * fp.scale;
-            if (fp.logit_softcap != 0.f) s = fp.logit_softcap * std::tanh(s / fp.logit_softcap);
-            s += slope * mv;
-            const float* vr = load_row(k, v, j, ik2, ik3, vb);
-            if (s > M) {
-                const float f = std::exp(M - s);
-                M = s;
-                k.scale(acc, acc, static_cast<std::size_t>(Dv), f, 0.f);
-                S = S * static_cast<double>(f) + 1.0;
-                k.axpy(1.f, vr, acc, static_cast<std::size_t>(Dv));
-            } else {
-                const float e = std::exp(s - M);
-                S += static_cast<double>(e);
-                k.axpy(e, vr, acc, static_cast<std::size_t>(Dv));
+            const float* kr = nullptr;
+            const float* vr = nullptr;
+            for (std::int64_t b = 0; b < nb; ++b) {
+                const float mv = mrow[b] ? read_scalar(mask->lay.type, mrow[b] + static_cast<std::size_t>(j) * mask->lay.nb[0]) : 0.f;
+                if (mv == ninf) continue;
+                if (!kr) {
+                    kr = load_row(k, kk, j, ik2, ik3, kb);
+                    vr = load_row(k, v, j, ik2, ik3, vb);
+                }
+                float s = k.dot(qr[b], kr, static_cast<std::size_t>(Dk)) * fp.scale;
+                if (fp.logit_softcap != 0.f) s = fp.logit_softcap * std::tanh(s / fp.logit_softcap);
+                s += slope * mv;
+                float* a = acc + b * rdv;
+                if (s > M[b]) {
+                    const float f = std::exp(M[b] - s);
+                    M[b] = s;
+                    k.scale(a, a, static_cast<std::size_t>(Dv), f, 0.f);
+                    S[b] = S[b] * f + 1.f;
+                    k.axpy(1.f, vr, a, static_cast<std::size_t>(Dv));
+                } else {
+                    const float e = std::exp(s - M[b]);
+                    S[b] += e;
+                    k.axpy(e, vr, a, static_cast<std::size_t>(Dv));
+                }
             }
         }
-        if (sinks) {
-            const float sk = read_scalar(type_id::f32, sinks->bytes() + static_cast<std::size_t>(iq2) * sinks->lay.nb[0]);
-            if (sk > M) {
-                const float f = std::exp(M - sk);
-                k.scale(acc, acc, static_cast<std::size_t>(Dv), f, 0.f);
-                S = S * static_cast<double>(f) + 1.0;
-            } else {
-                S += std::exp(static_cast<double>(sk - M));
+        for (std::int64_t b = 0; b < nb; ++b) {
+            float* a = acc + b * rdv;
+            if (sinks) {
+                const float sk = read_scalar(type_id::f32, sinks->bytes() + static_cast<std::size_t>(iq2) * sinks->lay.nb[0]);
+                if (sk > M[b]) {
+                    const float f = std::exp(M[b] - sk);
+                    k.scale(a, a, static_cast<std::size_t>(Dv), f, 0.f);
+                    S[b] = S[b] * f + 1.f;
+                } else {
+                    S[b] += std::exp(sk - M[b]);
+                }
             }
+            float* o = reinterpret_cast<float*>(row_ptr(d, iq2, q0 + b, iq3));
+            k.scale(a, o, static_cast<std::size_t>(Dv), S[b] > 0 ? 1.f / S[b] : 0.f, 0.f);
         }
-        float* o = reinterpret_cast<float*>(row_ptr(d, iq2, iq1, iq3));
-        k.scale(acc, o, static_cast<std::size_t>(Dv), S > 0 ? static_cast<float>(1.0 / S) : 0.f, 0.f);
     }
 }
 
@@ -810,6 +834,23 @@ inline void compute_node(const node& n, const exec_params& p) {
         case op_kind::mul_mat: return impl::mul_mat(n, p);
         case op_kind::flash_attn_ext: return impl::flash_attn_ext(n, p);
         default: return;  // refused by unsupported_reason before any compute
+    }
+}
+
+// Whether the CPU executor has an implementation of op at all (for some types and
+// modes; unsupported_reason() decides per node). docs/ops.md lists the same set.
+inline bool implements(op_kind op) noexcept {
+    switch (op) {
+        case op_kind::none: case op_kind::view: case op_kind::reshape: case op_kind::permute: case op_kind::transpose:
+        case op_kind::dup: case op_kind::cont: case op_kind::cpy: case op_kind::add: case op_kind::sub: case op_kind::mul:
+        case op_kind::div: case op_kind::unary: case op_kind::sqr: case op_kind::sqrt: case op_kind::log: case op_kind::sin:
+        case op_kind::cos: case op_kind::scale: case op_kind::clamp: case op_kind::leaky_relu: case op_kind::fill:
+        case op_kind::glu: case op_kind::norm: case op_kind::rms_norm: case op_kind::l2_norm: case op_kind::sum:
+        case op_kind::sum_rows: case op_kind::mean: case op_kind::argmax: case op_kind::count_equal: case op_kind::repeat:
+        case op_kind::concat: case op_kind::get_rows: case op_kind::set_rows: case op_kind::diag_mask_inf:
+        case op_kind::diag_mask_zero: case op_kind::soft_max: case op_kind::rope: case op_kind::mul_mat:
+        case op_kind::flash_attn_ext: return true;
+        default: return false;
     }
 }
 

@@ -101,6 +101,9 @@ tensor<T, R> diag_mask_zero(tensor<T, R> a, int n_past, bool inplace = false) {
 inline any_tensor diag_mask_inf(any_tensor a, int n_past, bool inplace = false) {
     return any_tensor(detail::diag_mask(op_kind::diag_mask_inf, a.get(), n_past, inplace));
 }
+inline any_tensor diag_mask_zero(any_tensor a, int n_past, bool inplace = false) {
+    return any_tensor(detail::diag_mask(op_kind::diag_mask_zero, a.get(), n_past, inplace));
+}
 
 // ---- soft_max --------------------------------------------------------------------------------
 // Row softmax of a*scale + slope*mask (slope from ALiBi when max_bias > 0, else 1).

@@ -1,0 +1,119 @@
+// Ops at transformer sizes through the graph executor (4096 wide, 512 tokens, 32
+// heads of 128, KV 2048), at 1 and 2 threads, plus the per-node overhead of a graph
+// of 1000 tiny adds.
+#include <benchmark/benchmark.h>
+
+#include <cmath>
+#include <functional>
+#include <random>
+
+#include "tessera/graph/all.hpp"
+
+namespace {
+using namespace tessera;
+using namespace tessera::graph;
+
+void fill(node* n, float lo = -1.f, float hi = 1.f) {
+    std::mt19937 rng(7);
+    std::uniform_real_distribution<float> d(lo, hi);
+    for (std::int64_t i = 0; i < n->lay.nelements(); ++i) {
+        const float v = d(rng);
+        if (n->lay.type == type_id::f32) std::memcpy(n->data + i * 4, &v, 4);
+        else if (n->lay.type == type_id::f16) { auto b = f16::from_float(v).bits; std::memcpy(n->data + i * 2, &b, 2); }
+        else if (n->lay.type == type_id::i32) { auto k = static_cast<std::int32_t>(i); std::memcpy(n->data + i * 4, &k, 4); }
+    }
+}
+
+// Builds the graph with `make`, then times compute(); bytes = what the op reads + writes.
+void run(benchmark::State& st, const std::function<any_tensor(context&)>& make, double bytes) {
+    context ctx;
+    any_tensor out = make(ctx);
+    for (std::size_t i = 0; i < ctx.size(); ++i)
+        if (ctx[i].op == op_kind::none && ctx[i].lay.type != type_id::i32) fill(&ctx[i]);
+    cgraph g;
+    g.build_forward_expand(out);
+    cpu_executor ex(static_cast<int>(st.range(0)));
+    ex.compute(g);
+    for (auto _ : st) ex.compute(g);
+    st.SetBytesProcessed(static_cast<std::int64_t>(bytes * static_cast<double>(st.iterations())));
+}
+
+constexpr std::int64_t E = 4096, T = 512, H = 32, D = 128, KV = 2048;
+
+void bm_rms_norm(benchmark::State& st) {
+    run(st, [](context& c) { return rms_norm(any_tensor(c.new_tensor(type_id::f32, {E, T, 1, 1})), 1e-6f); }, 8.0 * E * T);
+}
+void bm_add(benchmark::State& st) {
+    run(st, [](context& c) { return add(any_tensor(c.new_tensor(type_id::f32, {E, T, 1, 1})), any_tensor(c.new_tensor(type_id::f32, {E, T, 1, 1}))); },
+        12.0 * E * T);
+}
+void bm_mul_bcast(benchmark::State& st) {
+    run(st, [](context& c) { return mul(any_tensor(c.new_tensor(type_id::f32, {E, T, 1, 1})), any_tensor(c.new_tensor(type_id::f32, {E, 1, 1, 1}))); },
+        8.0 * E * T);
+}
+void bm_silu(benchmark::State& st) {
+    run(st, [](context& c) { return silu(any_tensor(c.new_tensor(type_id::f32, {E, T, 1, 1}))); }, 8.0 * E * T);
+}
+void bm_swiglu(benchmark::State& st) {
+    run(st, [](context& c) { return swiglu_split(any_tensor(c.new_tensor(type_id::f32, {11008, 64, 1, 1})), any_tensor(c.new_tensor(type_id::f32, {11008, 64, 1, 1}))); },
+        12.0 * 11008 * 64);
+}
+void bm_soft_max(benchmark::State& st) {
+    const std::int64_t nq = st.range(1);
+    run(st, [nq](context& c) {
+            return soft_max_ext(any_tensor(c.new_tensor(type_id::f32, {KV, nq, H, 1})), any_tensor(c.new_tensor(type_id::f16, {KV, nq, 1, 1})), 0.088f);
+        },
+        8.0 * KV * nq * H);
+}
+void bm_rope(benchmark::State& st) {
+    rope_params p;
+    p.n_dims = D;
+    p.mode = rope_mode_neox;
+    run(st, [p](context& c) {
+            return rope_ext(any_tensor(c.new_tensor(type_id::f32, {D, H, T, 1})), any_tensor(c.new_tensor(type_id::i32, {T, 1, 1, 1})), any_tensor(), p);
+        },
+        8.0 * D * H * T);
+}
+void bm_flash_attn(benchmark::State& st) {
+    const std::int64_t nq = st.range(1);
+    run(st, [nq](context& c) {
+            return flash_attn_ext(any_tensor(c.new_tensor(type_id::f32, {D, nq, H, 1})), any_tensor(c.new_tensor(type_id::f16, {D, KV, H, 1})),
+                                  any_tensor(c.new_tensor(type_id::f16, {D, KV, H, 1})), any_tensor(c.new_tensor(type_id::f16, {KV, nq, 1, 1})),
+                                  0.088f);
+        },
+        4.0 * D * KV * H);
+}
+
+// 1000 tiny adds in a chain: the time per node is the executor's overhead.
+void bm_graph_overhead(benchmark::State& st) {
+    context ctx;
+    any_tensor x(ctx.new_tensor(type_id::f32, {16, 1, 1, 1}));
+    any_tensor y(ctx.new_tensor(type_id::f32, {16, 1, 1, 1}));
+    fill(x.get());
+    fill(y.get());
+    any_tensor t = x;
+    for (int i = 0; i < 1000; ++i) t = add(t, y);
+    cgraph g;
+    g.build_forward_expand(t);
+    cpu_executor ex(static_cast<int>(st.range(0)));
+    ex.compute(g);
+    for (auto _ : st) ex.compute(g);
+    st.counters["us_per_node"] = benchmark::Counter(1e-3, benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+}
+
+void threads(benchmark::internal::Benchmark* b) { b->ArgName("threads")->Arg(1)->Arg(2)->UseRealTime()->Unit(benchmark::kMicrosecond); }
+void threads_q(benchmark::internal::Benchmark* b) {
+    for (int q : {1, 512})
+        for (int t : {1, 2}) b->Args({t, q});
+    b->ArgNames({"threads", "n_q"})->UseRealTime()->Unit(benchmark::kMicrosecond);
+}
+BENCHMARK(bm_rms_norm)->Apply(threads);
+BENCHMARK(bm_add)->Apply(threads);
+BENCHMARK(bm_mul_bcast)->Apply(threads);
+BENCHMARK(bm_silu)->Apply(threads);
+BENCHMARK(bm_swiglu)->Apply(threads);
+BENCHMARK(bm_rope)->Apply(threads);
+BENCHMARK(bm_soft_max)->Apply(threads_q);
+BENCHMARK(bm_flash_attn)->Apply(threads_q);
+BENCHMARK(bm_graph_overhead)->Apply(threads);
+}  // namespace

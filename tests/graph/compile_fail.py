@@ -1,0 +1,93 @@
+#!/usr/bin/env python3
+"""Must-not-compile tests for the typed op builders.
+
+usage: compile_fail.py INCLUDE_DIR COMPILER [ARGS...]
+
+Each snippet below is compiled with -fsyntax-only. The first must compile (so a
+failure of the others is not an unrelated setup problem); every other one must fail
+with the readable message of the builder's static_assert (or the named concept).
+"""
+import os
+import subprocess
+import sys
+import tempfile
+
+PRELUDE = """
+#include "tessera/graph/ops.hpp"
+using namespace tessera;
+using namespace tessera::graph;
+void f(context& ctx) {
+    auto x = new_tensor<float, 2>(ctx, {8, 4});
+    auto v = new_tensor<float, 1>(ctx, {8});
+    auto h = new_tensor<f16, 2>(ctx, {8, 4});
+    auto q = new_tensor<quant::block_q4_0, 2>(ctx, {64, 4});
+    auto i = new_tensor<std::int32_t, 1>(ctx, {4});
+    auto t3 = new_tensor<float, 3>(ctx, {8, 4, 2});
+    (void)x; (void)v; (void)h; (void)q; (void)i; (void)t3;
+"""
+
+OK = """
+    auto a = add(x, v);            // b broadcast over a
+    auto m = mul_mat(q, x);        // block weights, f32 activations
+    auto r = get_rows(x, i);
+    auto s = silu(h);
+    auto p = rope(t3, new_tensor<std::int32_t, 1>(ctx, {2}), 8, 0);
+    static_assert(std::is_same_v<decltype(m), tensor<float, 2>>);
+    static_assert(std::is_same_v<decltype(r), tensor<float, 2>>);
+    (void)a; (void)s; (void)p;
+"""
+
+CASES = [
+    ("add of a block-typed tensor", "add(q, x);", "both operands must be tensors of f32, f16 or bf16"),
+    ("add with b of higher rank than a", "add(v, x);", "must not have a higher rank than a"),
+    ("add of an index tensor", "add(x, i);", "both operands must be tensors of f32, f16 or bf16"),
+    ("silu of a block-typed tensor", "silu(q);", "the operand must be a tensor of f32, f16 or bf16"),
+    ("rms_norm of an index tensor", "rms_norm(i, 1e-6f);", "the operand must be a tensor of f32, f16 or bf16"),
+    ("mul_mat with block-typed activations", "mul_mat(x, q);", "b must hold f32, f16 or bf16"),
+    ("mul_mat with index weights", "mul_mat(i, x);", r"a \(the weights\) must hold"),
+    ("get_rows with float indices", "get_rows(x, v);", "the indices must be a tensor<int32_t, R>"),
+    ("argmax of a vector", "argmax(v);", "argmax: the operand must be a tensor<float, 2>"),
+    ("transpose of a rank-1 tensor", "transpose(v);", "a rank-1 tensor has no second dim"),
+    ("rope of a matrix", "rope(x, i, 8, 0);", "a must be a float tensor of rank >= 3"),
+    ("tensor of rank 5", "tensor<float, 5> bad;", "constraints not satisfied|constraint|not satisfied"),
+]
+
+
+def compile_snippet(cxx, body):
+    with tempfile.NamedTemporaryFile("w", suffix=".cpp", delete=False) as f:
+        f.write(PRELUDE + body + "\n}\n")
+        path = f.name
+    try:
+        r = subprocess.run(cxx + ["-fsyntax-only", path], capture_output=True, text=True)
+        return r.returncode, r.stderr
+    finally:
+        os.unlink(path)
+
+
+def main():
+    inc = sys.argv[1]
+    cxx = sys.argv[2:] + ["-std=c++20", "-I" + inc]
+    rc, err = compile_snippet(cxx, OK)
+    if rc != 0:
+        print("the valid snippet does not compile:\n" + err[:4000])
+        return 1
+    print("ok: valid builders compile")
+    bad = 0
+    import re
+    from concurrent.futures import ThreadPoolExecutor
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        results = list(pool.map(lambda c: compile_snippet(cxx, c[1]), CASES))
+    for (name, body, expect), (rc, err) in zip(CASES, results):
+        if rc == 0:
+            print(f"FAIL: '{name}' compiled")
+            bad += 1
+        elif not re.search(expect, err):
+            print(f"FAIL: '{name}' failed without the expected message /{expect}/:\n{err[:2000]}")
+            bad += 1
+        else:
+            print(f"ok: '{name}' rejected with /{expect}/")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

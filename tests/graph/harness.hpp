@@ -1,0 +1,239 @@
+// A test-backend-ops style harness: each case builds a small graph in a no_alloc
+// context; the harness places every tensor in one buffer with a 1024-float sentinel
+// after each (out-of-bounds writes show up as changed sentinels), fills inputs with
+// uniform random values, computes under every arch this machine has at 1 and 2
+// threads, and compares the output with a double-precision reference written
+// independently of the kernels, by NMSE = sum (out - ref)^2 / sum ref^2 with a per-op
+// bound (llama.cpp test-backend-ops: 1e-7 by default, 5e-4 for mul_mat and
+// flash_attn_ext with non-f32 operands, 1e-6 for soft_max, 0 for argmax and same-type
+// copies). Infinities must match exactly and are left out of the NMSE; NaN fails.
+#pragma once
+
+#include <doctest/doctest.h>
+
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "tessera/graph/all.hpp"
+
+namespace harness {
+
+using namespace tessera;
+using namespace tessera::graph;
+
+// A tensor's logical elements (dim 0 fastest) in double.
+struct host {
+    std::array<std::int64_t, 4> ne{1, 1, 1, 1};
+    std::vector<double> v;
+    std::int64_t n() const { return ne[0] * ne[1] * ne[2] * ne[3]; }
+    double& at(std::int64_t i0, std::int64_t i1 = 0, std::int64_t i2 = 0, std::int64_t i3 = 0) {
+        return v[static_cast<std::size_t>(((i3 * ne[2] + i2) * ne[1] + i1) * ne[0] + i0)];
+    }
+    double at(std::int64_t i0, std::int64_t i1 = 0, std::int64_t i2 = 0, std::int64_t i3 = 0) const {
+        return v[static_cast<std::size_t>(((i3 * ne[2] + i2) * ne[1] + i1) * ne[0] + i0)];
+    }
+    static host zeros(std::array<std::int64_t, 4> ne) {
+        host h;
+        h.ne = ne;
+        h.v.assign(static_cast<std::size_t>(h.n()), 0.0);
+        return h;
+    }
+};
+
+inline double read_elem(type_id t, const std::byte* p) {
+    switch (t) {
+        case type_id::f32: { float v; std::memcpy(&v, p, 4); return v; }
+        case type_id::f16: { std::uint16_t b; std::memcpy(&b, p, 2); return f16::from_bits(b).to_float(); }
+        case type_id::bf16: { std::uint16_t b; std::memcpy(&b, p, 2); return bf16::from_bits(b).to_float(); }
+        case type_id::i32: { std::int32_t v; std::memcpy(&v, p, 4); return v; }
+        case type_id::i64: { std::int64_t v; std::memcpy(&v, p, 8); return static_cast<double>(v); }
+        default: FAIL("harness: no reader for type"); return 0;
+    }
+}
+inline void write_elem(type_id t, std::byte* p, double x) {
+    switch (t) {
+        case type_id::f32: { const float v = static_cast<float>(x); std::memcpy(p, &v, 4); break; }
+        case type_id::f16: { const auto b = f16::from_float(static_cast<float>(x)).bits; std::memcpy(p, &b, 2); break; }
+        case type_id::bf16: { const auto b = bf16::from_float(static_cast<float>(x)).bits; std::memcpy(p, &b, 2); break; }
+        case type_id::i32: { const auto v = static_cast<std::int32_t>(x); std::memcpy(p, &v, 4); break; }
+        case type_id::i64: { const auto v = static_cast<std::int64_t>(x); std::memcpy(p, &v, 8); break; }
+        default: FAIL("harness: no writer for type");
+    }
+}
+// Rounds x as storing it in type t would.
+inline double round_to(type_id t, double x) {
+    switch (t) {
+        case type_id::f16: return f16::from_float(static_cast<float>(x)).to_float();
+        case type_id::bf16: return bf16::from_float(static_cast<float>(x)).to_float();
+        case type_id::f32: return static_cast<float>(x);
+        default: return x;
+    }
+}
+
+inline host to_host(const node* n) {
+    host h;
+    h.ne = n->lay.ne;
+    h.v.resize(static_cast<std::size_t>(h.n()));
+    std::size_t k = 0;
+    for (std::int64_t i3 = 0; i3 < h.ne[3]; ++i3)
+        for (std::int64_t i2 = 0; i2 < h.ne[2]; ++i2)
+            for (std::int64_t i1 = 0; i1 < h.ne[1]; ++i1)
+                for (std::int64_t i0 = 0; i0 < h.ne[0]; ++i0)
+                    h.v[k++] = read_elem(n->lay.type, n->bytes() + n->lay.offset_of(i0, i1, i2, i3));
+    return h;
+}
+
+// One case: the graph's output, the tensors the reference reads, how inputs are filled.
+struct built {
+    node* out = nullptr;
+    std::vector<node*> inputs;                                      // what ref() receives, in order
+    std::vector<std::pair<node*, std::function<void(node*, std::mt19937&)>>> init;  // custom fills
+    double max_nmse = 1e-7;
+    double lo = -1.0, hi = 1.0;  // uniform range of the default fill
+};
+using build_fn = std::function<built(context&)>;
+using ref_fn = std::function<host(const std::vector<host>&)>;
+
+// Fills a leaf with random integers in [0, n) (index tensors).
+inline std::function<void(node*, std::mt19937&)> indices_below(std::int64_t n) {
+    return [n](node* t, std::mt19937& rng) {
+        std::uniform_int_distribution<std::int64_t> d(0, n - 1);
+        for (std::int64_t i = 0; i < t->lay.nelements(); ++i)
+            write_elem(t->lay.type, t->data + static_cast<std::size_t>(i) * t->lay.nb[0], static_cast<double>(d(rng)));
+    };
+}
+// A permutation of [0, n) per column (set_rows: distinct destination rows).
+inline std::function<void(node*, std::mt19937&)> distinct_indices(std::int64_t n) {
+    return [n](node* t, std::mt19937& rng) {
+        const std::int64_t per = t->lay.ne[0];
+        for (std::int64_t c = 0; c < t->lay.nelements() / per; ++c) {
+            std::vector<std::int64_t> p(static_cast<std::size_t>(n));
+            for (std::int64_t i = 0; i < n; ++i) p[static_cast<std::size_t>(i)] = i;
+            std::shuffle(p.begin(), p.end(), rng);
+            for (std::int64_t i = 0; i < per; ++i)
+                write_elem(t->lay.type, t->data + static_cast<std::size_t>(c * per + i) * t->lay.nb[0],
+                           static_cast<double>(p[static_cast<std::size_t>(i)]));
+        }
+    };
+}
+
+inline constexpr std::size_t sentinel_floats = 1024;
+inline void write_sentinel(std::byte* p) {
+    for (std::size_t i = 0; i < sentinel_floats * 4; ++i) p[i] = static_cast<std::byte>((i * 37 + 11) & 0xff);
+}
+inline bool sentinel_ok(const std::byte* p) {
+    for (std::size_t i = 0; i < sentinel_floats * 4; ++i)
+        if (p[i] != static_cast<std::byte>((i * 37 + 11) & 0xff)) return false;
+    return true;
+}
+
+inline cpu_executor& executor(int threads) {
+    static cpu_executor one(1), two(2);
+    return threads == 1 ? one : two;
+}
+
+struct outcome {
+    double nmse = 0;
+    bool sentinels = true, nan = false, inf_mismatch = false;
+};
+
+// Builds, fills, computes and compares one case under the active arch with n threads.
+inline outcome run_once(const build_fn& build, const ref_fn& ref, int threads, unsigned seed) {
+    context ctx({.no_alloc = true});
+    built b = build(ctx);
+    cgraph g;
+    g.build_forward_expand(any_tensor(b.out));
+    // placement: [sentinel][t0][sentinel][t1][sentinel]...
+    std::vector<node*> owned;
+    for (node* n : g.leafs()) owned.push_back(n);
+    for (node* n : g.nodes())
+        if (!n->is_view()) owned.push_back(n);
+    const std::size_t sb = sentinel_floats * 4;
+    std::size_t total = sb;
+    std::vector<std::size_t> offs;
+    for (node* n : owned) {
+        offs.push_back(total);
+        total += (n->lay.nbytes() + 63) / 64 * 64 + sb;
+    }
+    std::vector<std::byte, std::allocator<std::byte>> mem(total + 64);
+    std::byte* base = reinterpret_cast<std::byte*>((reinterpret_cast<std::uintptr_t>(mem.data()) + 63) / 64 * 64);
+    write_sentinel(base);
+    for (std::size_t i = 0; i < owned.size(); ++i) {
+        context::bind(*owned[i], base + offs[i]);
+        const std::size_t pad = (owned[i]->lay.nbytes() + 63) / 64 * 64 - owned[i]->lay.nbytes();
+        std::memset(base + offs[i] + owned[i]->lay.nbytes(), 0x5a, pad);
+        write_sentinel(base + offs[i] + owned[i]->lay.nbytes() + pad);
+    }
+    // fill leaves
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<double> u(b.lo, b.hi);
+    for (node* n : g.leafs()) {
+        bool custom = false;
+        for (auto& [t, f] : b.init)
+            if (t == n) f(n, rng), custom = true;
+        if (custom) continue;
+        for (std::int64_t i = 0; i < n->lay.nelements(); ++i)
+            write_elem(n->lay.type, n->data + static_cast<std::size_t>(i) * static_cast<std::size_t>(type_size(n->lay.type)), u(rng));
+    }
+    // the reference reads the inputs before the compute (in-place ops overwrite them)
+    std::vector<host> in;
+    for (node* n : b.inputs) in.push_back(to_host(n));
+    host expect = ref(in);
+    executor(threads).compute(g);
+    host got = to_host(b.out);
+    outcome o;
+    REQUIRE(expect.ne == got.ne);
+    double num = 0, den = 0;
+    for (std::size_t i = 0; i < got.v.size(); ++i) {
+        const double e = round_to(b.out->lay.type, expect.v[i]), x = got.v[i];
+        if (std::isnan(x) || std::isnan(e)) {
+            o.nan = true;
+            continue;
+        }
+        if (std::isinf(x) || std::isinf(e)) {
+            if (x != e) o.inf_mismatch = true;
+            continue;
+        }
+        num += (x - e) * (x - e);
+        den += e * e;
+    }
+    o.nmse = den > 0 ? num / den : num;
+    o.sentinels = sentinel_ok(base);
+    for (std::size_t i = 0; i < owned.size(); ++i) {
+        const std::size_t pad = (owned[i]->lay.nbytes() + 63) / 64 * 64 - owned[i]->lay.nbytes();
+        for (std::size_t j = 0; j < pad; ++j)
+            if (base[offs[i] + owned[i]->lay.nbytes() + j] != std::byte{0x5a}) o.sentinels = false;
+        if (!sentinel_ok(base + offs[i] + owned[i]->lay.nbytes() + pad)) o.sentinels = false;
+    }
+    return o;
+}
+
+// Runs a case under every available arch at 1 and 2 threads and checks it.
+inline void check(const std::string& name, const build_fn& build, const ref_fn& ref) {
+    const auto saved = simd::active_arch();
+    double bound = 0;
+    {
+        context ctx({.no_alloc = true});
+        bound = build(ctx).max_nmse;
+    }
+    for (auto a : simd::available_archs()) {
+        simd::set_active_arch(a);
+        for (int threads : {1, 2}) {
+            const outcome o = run_once(build, ref, threads, 1234u);
+            INFO(name, " arch=", std::string(simd::name_of(a)), " threads=", threads, " nmse=", o.nmse, " bound=", bound);
+            CHECK(o.sentinels);
+            CHECK_FALSE(o.nan);
+            CHECK_FALSE(o.inf_mismatch);
+            CHECK(o.nmse <= bound);
+        }
+    }
+    simd::set_active_arch(saved);
+}
+
+}  // namespace harness

@@ -1,0 +1,473 @@
+// mul_mat, rope, soft_max, flash_attn_ext, get_rows, set_rows, copies, masks, repeat
+// and concat against double-precision references (harness.hpp), every arch, 1 and 2
+// threads.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "harness.hpp"
+
+using namespace harness;
+using ne4 = std::array<std::int64_t, 4>;
+
+namespace {
+std::string tn(type_id t) { return std::string(type_name(t)); }
+std::string sh(ne4 n) {
+    return "[" + std::to_string(n[0]) + "," + std::to_string(n[1]) + "," + std::to_string(n[2]) + "," + std::to_string(n[3]) + "]";
+}
+double alibi(double max_bias, std::int64_t h, std::int64_t n_head) {
+    if (max_bias <= 0) return 1;
+    std::int64_t n_log2 = 1;
+    while (n_log2 * 2 <= n_head) n_log2 *= 2;
+    const double m0 = std::pow(2.0, -max_bias / static_cast<double>(n_log2));
+    const double m1 = std::pow(2.0, -(max_bias / 2) / static_cast<double>(n_log2));
+    return h < n_log2 ? std::pow(m0, static_cast<double>(h + 1)) : std::pow(m1, static_cast<double>(2 * (h - n_log2) + 1));
+}
+constexpr double neg_inf = -std::numeric_limits<double>::infinity();
+}  // namespace
+
+TEST_CASE("ops: mul_mat f32/f16/bf16 weights, odd sizes, K blocking, batch broadcast, strided b") {
+    struct mm {
+        std::int64_t M, N, K, A2, A3, B2, B3;
+        int b_layout;  // 0 packed, 1 permuted batch (rows still packed), 2 transposed (strided k)
+    };
+    const mm cases[] = {{16, 1, 256, 1, 1, 1, 1, 0},   {16, 9, 256, 1, 1, 1, 1, 0}, {33, 17, 67, 1, 1, 1, 1, 0},
+                        {64, 64, 128, 1, 1, 1, 1, 0},  {5, 3, 4100, 1, 1, 1, 1, 0}, {7, 13, 1, 1, 1, 1, 1, 0},
+                        {10, 6, 32, 2, 1, 6, 2, 0},    {10, 6, 32, 1, 2, 3, 4, 0},  {12, 7, 48, 3, 1, 3, 1, 1},
+                        {9, 5, 40, 1, 1, 1, 1, 2},     {130, 2, 100, 1, 1, 2, 1, 0}};
+    for (const auto& c : cases)
+        for (type_id ta : {type_id::f32, type_id::f16, type_id::bf16})
+            for (type_id tb : {type_id::f32, type_id::f16}) {
+                if (tb == type_id::f16 && (c.b_layout != 0 || ta == type_id::bf16)) continue;
+                check("mul_mat " + tn(ta) + " x " + tn(tb) + " M" + std::to_string(c.M) + " N" + std::to_string(c.N) + " K" +
+                          std::to_string(c.K) + " batch " + std::to_string(c.A2) + "x" + std::to_string(c.A3) + " -> " +
+                          std::to_string(c.B2) + "x" + std::to_string(c.B3) + " layout " + std::to_string(c.b_layout),
+                      [&](context& ctx) {
+                          built b;
+                          node* a = ctx.new_tensor(ta, {c.K, c.M, c.A2, c.A3});
+                          node* bb;
+                          if (c.b_layout == 1) {
+                              node* leaf = ctx.new_tensor(tb, {c.K, c.B2, c.N, c.B3});
+                              bb = permute(any_tensor(leaf), {0, 2, 1, 3}).get();
+                          } else if (c.b_layout == 2) {
+                              node* leaf = ctx.new_tensor(tb, {c.N, c.K, c.B2, c.B3});
+                              bb = transpose(any_tensor(leaf)).get();
+                          } else {
+                              bb = ctx.new_tensor(tb, {c.K, c.N, c.B2, c.B3});
+                          }
+                          b.out = mul_mat(any_tensor(a), any_tensor(bb)).get();
+                          b.inputs = {a, bb};
+                          b.max_nmse = (ta == type_id::f32 && tb == type_id::f32) ? 1e-7 : 5e-4;
+                          return b;
+                      },
+                      [&](const std::vector<host>& in) {
+                          const host& A = in[0];
+                          const host& B = in[1];
+                          host o = host::zeros({c.M, c.N, c.B2, c.B3});
+                          for (std::int64_t i3 = 0; i3 < c.B3; ++i3)
+                              for (std::int64_t i2 = 0; i2 < c.B2; ++i2)
+                                  for (std::int64_t n = 0; n < c.N; ++n)
+                                      for (std::int64_t m = 0; m < c.M; ++m) {
+                                          double s = 0;
+                                          for (std::int64_t k = 0; k < c.K; ++k)
+                                              s += A.at(k, m, i2 / (c.B2 / c.A2), i3 / (c.B3 / c.A3)) * B.at(k, n, i2, i3);
+                                          o.at(m, n, i2, i3) = s;
+                                      }
+                          return o;
+                      });
+            }
+}
+
+TEST_CASE("ops: rope normal and neox, YaRN parameters, freq factors, partial rotation") {
+    for (int mode : {rope_mode_normal, rope_mode_neox})
+        for (type_id t : {type_id::f32, type_id::f16})
+            for (float fs : {1.f, 1.4245f})
+                for (float ext : {0.f, 0.7465f})
+                    for (bool ff : {false, true})
+                        for (ne4 s : {ne4{128, 4, 5, 1}, ne4{64, 3, 7, 2}})
+                            for (int n_dims : {static_cast<int>(s[0]), 32}) {
+                                const float attn = ext != 0.f ? 1.4245f : 1.f;
+                                rope_params p;
+                                p.n_dims = n_dims;
+                                p.mode = mode;
+                                p.n_ctx_orig = 4096;
+                                p.freq_base = 10000.f;
+                                p.freq_scale = fs;
+                                p.ext_factor = ext;
+                                p.attn_factor = attn;
+                                check("rope mode " + std::to_string(mode) + " " + tn(t) + sh(s) + " n_dims " + std::to_string(n_dims) +
+                                          " fs " + std::to_string(fs) + " ext " + std::to_string(ext) + (ff ? " ff" : ""),
+                                      [&](context& ctx) {
+                                          built b;
+                                          node* x = ctx.new_tensor(t, s);
+                                          node* pos = ctx.new_tensor(type_id::i32, {s[2], 1, 1, 1});
+                                          node* f = ff ? ctx.new_tensor(type_id::f32, {n_dims / 2, 1, 1, 1}) : nullptr;
+                                          b.out = rope_ext(any_tensor(x), any_tensor(pos), any_tensor(f), p).get();
+                                          b.inputs = {x, pos};
+                                          if (f) {
+                                              b.inputs.push_back(f);
+                                              b.init.push_back({f, [](node* tt, std::mt19937& rng) {
+                                                                    std::uniform_real_distribution<double> d(0.9, 1.1);
+                                                                    for (std::int64_t i = 0; i < tt->lay.nelements(); ++i)
+                                                                        write_elem(type_id::f32, tt->data + i * 4, d(rng));
+                                                                }});
+                                          }
+                                          b.init.push_back({pos, indices_below(512)});
+                                          return b;
+                                      },
+                                      [&](const std::vector<host>& in) {
+                                          host o = in[0];
+                                          const double base = 10000.0;
+                                          auto corr = [&](double beta) {
+                                              return n_dims * std::log(4096.0 / (beta * 2 * M_PI)) / (2 * std::log(base));
+                                          };
+                                          const double lo = std::max(0.0, std::floor(corr(32.0)));
+                                          const double hi = std::min(double(n_dims - 1), std::ceil(corr(1.0)));
+                                          for (std::int64_t i3 = 0; i3 < s[3]; ++i3)
+                                              for (std::int64_t i2 = 0; i2 < s[2]; ++i2)
+                                                  for (std::int64_t i1 = 0; i1 < s[1]; ++i1)
+                                                      for (std::int64_t i = 0; i < n_dims / 2; ++i) {
+                                                          double te = in[1].v[static_cast<std::size_t>(i2)] * std::pow(base, -2.0 * i / n_dims);
+                                                          if (ff) te /= in[2].v[static_cast<std::size_t>(i)];
+                                                          double th = fs * te, ms = attn;
+                                                          if (ext != 0) {
+                                                              const double y = (i - lo) / std::max(0.001, hi - lo);
+                                                              const double mix = (1 - std::min(1.0, std::max(0.0, y))) * ext;
+                                                              th = fs * te * (1 - mix) + te * mix;
+                                                              ms *= 1 + 0.1 * std::log(1.0 / fs);
+                                                          }
+                                                          const std::int64_t j0 = mode == rope_mode_neox ? i : 2 * i;
+                                                          const std::int64_t j1 = mode == rope_mode_neox ? i + n_dims / 2 : 2 * i + 1;
+                                                          const double x0 = in[0].at(j0, i1, i2, i3), x1 = in[0].at(j1, i1, i2, i3);
+                                                          o.at(j0, i1, i2, i3) = (x0 * std::cos(th) - x1 * std::sin(th)) * ms;
+                                                          o.at(j1, i1, i2, i3) = (x0 * std::sin(th) + x1 * std::cos(th)) * ms;
+                                                      }
+                                          return o;
+                                      });
+                            }
+}
+
+TEST_CASE("ops: soft_max with mask (f32/f16, broadcast), scale, ALiBi, sinks") {
+    struct sm {
+        ne4 a;
+        ne4 m;  // m[0] == 0: no mask
+    };
+    const sm cases[] = {{{16, 16, 4, 2}, {0, 0, 0, 0}}, {{37, 7, 3, 2}, {37, 9, 1, 2}}, {{16, 5, 4, 1}, {16, 5, 4, 1}},
+                        {{1024, 2, 2, 1}, {1024, 2, 1, 1}}, {{5, 3, 6, 1}, {5, 3, 3, 1}}};
+    for (const auto& c : cases)
+        for (type_id mt : {type_id::f32, type_id::f16})
+            for (float scale : {1.f, 0.1f})
+                for (float max_bias : {0.f, 8.f})
+                    for (bool sinks : {false, true})
+                        for (int causal = 0; causal < 2; ++causal) {
+                            const bool has_mask = c.m[0] != 0;
+                            if (!has_mask && (mt == type_id::f16 || max_bias > 0 || causal)) continue;
+                            check("soft_max " + sh(c.a) + (has_mask ? " mask " + tn(mt) + sh(c.m) : "") + " scale " + std::to_string(scale) +
+                                      " max_bias " + std::to_string(max_bias) + (sinks ? " sinks" : "") + (causal ? " causal" : ""),
+                                  [&](context& ctx) {
+                                      built b;
+                                      node* x = ctx.new_tensor(type_id::f32, c.a);
+                                      node* m = has_mask ? ctx.new_tensor(mt, c.m) : nullptr;
+                                      node* sk = sinks ? ctx.new_tensor(type_id::f32, {c.a[2], 1, 1, 1}) : nullptr;
+                                      node* r = soft_max_ext(any_tensor(x), any_tensor(m), scale, max_bias).get();
+                                      if (sk) soft_max_add_sinks(tensor<float, 4>(r), tensor<float, 1>(sk));
+                                      b.out = r;
+                                      b.inputs = {x};
+                                      if (m) b.inputs.push_back(m);
+                                      if (sk) b.inputs.push_back(sk);
+                                      if (m && causal)
+                                          b.init.push_back({m, [](node* t, std::mt19937&) {
+                                                                for (std::int64_t r3 = 0; r3 < t->lay.nrows(); ++r3)
+                                                                    for (std::int64_t i = 0; i < t->lay.ne[0]; ++i)
+                                                                        write_elem(t->lay.type, t->data + (r3 * t->lay.ne[0] + i) * type_size(t->lay.type),
+                                                                                   i > (r3 % t->lay.ne[1]) ? neg_inf : 0.0);
+                                                            }});
+                                      b.max_nmse = 1e-6;
+                                      b.lo = -5, b.hi = 5;
+                                      return b;
+                                  },
+                                  [&](const std::vector<host>& in) {
+                                      host o = in[0];
+                                      const host* M = has_mask ? &in[1] : nullptr;
+                                      const host* S = sinks ? &in[has_mask ? 2 : 1] : nullptr;
+                                      for (std::int64_t i3 = 0; i3 < c.a[3]; ++i3)
+                                          for (std::int64_t i2 = 0; i2 < c.a[2]; ++i2)
+                                              for (std::int64_t i1 = 0; i1 < c.a[1]; ++i1) {
+                                                  std::vector<double> z(static_cast<std::size_t>(c.a[0]));
+                                                  const double slope = alibi(max_bias, i2, c.a[2]);
+                                                  double mx = neg_inf;
+                                                  for (std::int64_t i = 0; i < c.a[0]; ++i) {
+                                                      double v = in[0].at(i, i1, i2, i3) * scale;
+                                                      if (M) v += slope * M->at(i, i1, i2 % M->ne[2], i3 % M->ne[3]);
+                                                      z[static_cast<std::size_t>(i)] = v;
+                                                      mx = std::max(mx, v);
+                                                  }
+                                                  if (S) mx = std::max(mx, S->v[static_cast<std::size_t>(i2)]);
+                                                  double sum = S ? std::exp(S->v[static_cast<std::size_t>(i2)] - mx) : 0.0;
+                                                  for (double& v : z) sum += (v = std::exp(v - mx));
+                                                  for (std::int64_t i = 0; i < c.a[0]; ++i) o.at(i, i1, i2, i3) = z[static_cast<std::size_t>(i)] / sum;
+                                              }
+                                      return o;
+                                  });
+                        }
+}
+
+TEST_CASE("ops: flash_attn_ext f32/f16 K/V, mask, GQA, ALiBi, softcap, sinks") {
+    struct fa {
+        std::int64_t D, n_q, H, Hkv, n_kv, ne3;
+    };
+    const fa cases[] = {{64, 1, 4, 4, 47, 1}, {64, 7, 4, 1, 47, 1}, {40, 3, 2, 2, 33, 2}, {128, 2, 4, 2, 32, 1}, {32, 19, 2, 1, 40, 1}};
+    for (const auto& c : cases)
+        for (type_id kt : {type_id::f32, type_id::f16})
+            for (bool mask : {false, true})
+                for (float max_bias : {0.f, 8.f})
+                    for (float softcap : {0.f, 10.f})
+                        for (bool sinks : {false, true}) {
+                            if (max_bias > 0 && !mask) continue;
+                            if (softcap > 0 && (sinks || max_bias > 0)) continue;
+                            if (c.D == 128 && (kt == type_id::f32 || softcap > 0)) continue;
+                            const float scale = 1.f / std::sqrt(static_cast<float>(c.D));
+                            check("flash_attn_ext D" + std::to_string(c.D) + " q" + std::to_string(c.n_q) + " H" + std::to_string(c.H) + "/" +
+                                      std::to_string(c.Hkv) + " kv" + std::to_string(c.n_kv) + " " + tn(kt) + (mask ? " mask" : "") +
+                                      " max_bias " + std::to_string(max_bias) + " softcap " + std::to_string(softcap) + (sinks ? " sinks" : ""),
+                                  [&](context& ctx) {
+                                      built b;
+                                      node* q = ctx.new_tensor(type_id::f32, {c.D, c.n_q, c.H, c.ne3});
+                                      node* k = ctx.new_tensor(kt, {c.D, c.n_kv, c.Hkv, c.ne3});
+                                      node* v = ctx.new_tensor(kt, {c.D, c.n_kv, c.Hkv, c.ne3});
+                                      node* m = mask ? ctx.new_tensor(type_id::f16, {c.n_kv, c.n_q + 3, 1, 1}) : nullptr;
+                                      any_tensor r = flash_attn_ext(any_tensor(q), any_tensor(k), any_tensor(v), any_tensor(m), scale, max_bias, softcap);
+                                      node* sk = sinks ? ctx.new_tensor(type_id::f32, {c.H, 1, 1, 1}) : nullptr;
+                                      if (sk) flash_attn_ext_add_sinks(r.as<float, 4>(), tensor<float, 1>(sk));
+                                      b.out = r.get();
+                                      b.inputs = {q, k, v};
+                                      if (m) b.inputs.push_back(m);
+                                      if (sk) b.inputs.push_back(sk);
+                                      b.max_nmse = kt == type_id::f32 ? 1e-7 : 5e-4;
+                                      return b;
+                                  },
+                                  [&](const std::vector<host>& in) {
+                                      const host &Q = in[0], &K = in[1], &V = in[2];
+                                      const host* M = mask ? &in[3] : nullptr;
+                                      const host* S = sinks ? &in[mask ? 4 : 3] : nullptr;
+                                      host o = host::zeros({c.D, c.H, c.n_q, c.ne3});
+                                      for (std::int64_t i3 = 0; i3 < c.ne3; ++i3)
+                                          for (std::int64_t h = 0; h < c.H; ++h)
+                                              for (std::int64_t iq = 0; iq < c.n_q; ++iq) {
+                                                  const std::int64_t hk = h / (c.H / c.Hkv);
+                                                  std::vector<double> s(static_cast<std::size_t>(c.n_kv));
+                                                  double mx = neg_inf;
+                                                  for (std::int64_t j = 0; j < c.n_kv; ++j) {
+                                                      double d = 0;
+                                                      for (std::int64_t e = 0; e < c.D; ++e) d += Q.at(e, iq, h, i3) * K.at(e, j, hk, i3);
+                                                      d *= scale;
+                                                      if (softcap != 0) d = softcap * std::tanh(d / softcap);
+                                                      if (M) d += alibi(max_bias, h, c.H) * M->at(j, iq, 0, 0);
+                                                      s[static_cast<std::size_t>(j)] = d;
+                                                      mx = std::max(mx, d);
+                                                  }
+                                                  if (S) mx = std::max(mx, S->v[static_cast<std::size_t>(h)]);
+                                                  double sum = S ? std::exp(S->v[static_cast<std::size_t>(h)] - mx) : 0.0;
+                                                  for (double& x : s) sum += (x = std::exp(x - mx));
+                                                  for (std::int64_t e = 0; e < c.D; ++e) {
+                                                      double acc = 0;
+                                                      for (std::int64_t j = 0; j < c.n_kv; ++j) acc += s[static_cast<std::size_t>(j)] * V.at(e, j, hk, i3);
+                                                      o.at(e, h, iq, i3) = acc / sum;
+                                                  }
+                                              }
+                                      return o;
+                                  });
+                        }
+}
+
+TEST_CASE("ops: get_rows from float and i32 tensors, batched, view indices") {
+    for (type_id t : {type_id::f32, type_id::f16, type_id::bf16, type_id::i32})
+        for (ne4 s : {ne4{10, 5, 1, 1}, ne4{33, 7, 3, 2}, ne4{256, 5, 7, 1}})
+            check("get_rows " + tn(t) + sh(s),
+                  [&](context& ctx) {
+                      built b;
+                      node* a = ctx.new_tensor(t, s);
+                      node* idx = ctx.new_tensor(type_id::i32, {4, s[2], s[3], 1});
+                      b.out = get_rows(any_tensor(a), any_tensor(idx)).get();
+                      b.inputs = {a, idx};
+                      b.init.push_back({idx, indices_below(s[1])});
+                      if (t == type_id::i32) b.init.push_back({a, indices_below(1000)});
+                      return b;
+                  },
+                  [&](const std::vector<host>& in) {
+                      host o = host::zeros({s[0], 4, s[2], s[3]});
+                      for (std::int64_t i3 = 0; i3 < s[3]; ++i3)
+                          for (std::int64_t i2 = 0; i2 < s[2]; ++i2)
+                              for (std::int64_t i = 0; i < 4; ++i)
+                                  for (std::int64_t e = 0; e < s[0]; ++e)
+                                      o.at(e, i, i2, i3) = in[0].at(e, static_cast<std::int64_t>(in[1].at(i, i2, i3)), i2, i3);
+                      return o;
+                  });
+}
+
+TEST_CASE("ops: set_rows into f32/f16/bf16 with i32/i64 indices and broadcast") {
+    struct sr {
+        ne4 dst;
+        std::int64_t n;
+        std::int64_t i1, i2;  // index broadcast extents
+    };
+    const sr cases[] = {{{256, 5, 3, 3}, 3, 3, 3}, {{31, 11, 2, 3}, 4, 1, 3}, {{33, 6, 4, 1}, 6, 2, 1}};
+    for (const auto& c : cases)
+        for (type_id td : {type_id::f32, type_id::f16, type_id::bf16})
+            for (type_id ts : {type_id::f32, type_id::f16})
+                for (type_id ti : {type_id::i32, type_id::i64})
+                    check("set_rows " + tn(ts) + " -> " + tn(td) + sh(c.dst) + " idx " + tn(ti),
+                          [&](context& ctx) {
+                              built b;
+                              node* a = ctx.new_tensor(td, c.dst);
+                              node* src = ctx.new_tensor(ts, {c.dst[0], c.n, c.dst[2], c.dst[3]});
+                              node* idx = ctx.new_tensor(ti, {c.n, c.i1, c.i2, 1});
+                              b.out = set_rows(any_tensor(a), any_tensor(src), any_tensor(idx)).get();
+                              b.inputs = {a, src, idx};
+                              b.init.push_back({idx, distinct_indices(c.dst[1])});
+                              return b;
+                          },
+                          [&](const std::vector<host>& in) {
+                              host o = in[0];
+                              for (std::int64_t i3 = 0; i3 < c.dst[3]; ++i3)
+                                  for (std::int64_t i2 = 0; i2 < c.dst[2]; ++i2)
+                                      for (std::int64_t i = 0; i < c.n; ++i) {
+                                          const auto row = static_cast<std::int64_t>(in[2].at(i, i2 % c.i1, i3 % c.i2));
+                                          for (std::int64_t e = 0; e < c.dst[0]; ++e) o.at(e, row, i2, i3) = in[1].at(e, i, i2, i3);
+                                      }
+                              return o;
+                          });
+}
+
+TEST_CASE("ops: cpy/cont/dup between types, permuted and reshaped, exact for same type") {
+    const type_id types[] = {type_id::f32, type_id::f16, type_id::bf16, type_id::i32};
+    for (type_id ts : types)
+        for (type_id td : types)
+            for (int kind = 0; kind < 4; ++kind) {  // 0 same shape, 1 permuted source, 2 other shape, 3 transposed 2-D
+                check("cpy " + tn(ts) + " -> " + tn(td) + " kind " + std::to_string(kind),
+                      [&](context& ctx) {
+                          built b;
+                          node* src;
+                          node* dst;
+                          if (kind == 0) {
+                              src = ctx.new_tensor(ts, {7, 5, 3, 2});
+                              dst = ctx.new_tensor(td, {7, 5, 3, 2});
+                          } else if (kind == 1) {
+                              node* leaf = ctx.new_tensor(ts, {3, 5, 7, 8});
+                              src = permute(any_tensor(leaf), {2, 0, 3, 1}).get();
+                              dst = ctx.new_tensor(td, src->lay.ne);
+                          } else if (kind == 2) {
+                              src = ctx.new_tensor(ts, {6, 4, 5, 1});
+                              dst = ctx.new_tensor(td, {8, 15, 1, 1});
+                          } else {
+                              node* leaf = ctx.new_tensor(ts, {33, 17, 1, 1});
+                              src = transpose(any_tensor(leaf)).get();
+                              dst = ctx.new_tensor(td, {17, 33, 1, 1});
+                          }
+                          b.out = cpy(any_tensor(src), any_tensor(dst)).get();
+                          b.inputs = {src};
+                          b.max_nmse = ts == td ? 0.0 : 1e-6;
+                          b.lo = -100, b.hi = 100;
+                          return b;
+                      },
+                      [&](const std::vector<host>& in) {
+                          host o;
+                          o.v = in[0].v;
+                          if (kind == 0) o.ne = {7, 5, 3, 2};
+                          else if (kind == 1) o.ne = in[0].ne;
+                          else if (kind == 2) o.ne = {8, 15, 1, 1};
+                          else o.ne = {17, 33, 1, 1};
+                          if (td == type_id::i32)
+                              for (double& v : o.v) v = std::trunc(ts == type_id::i32 ? v : round_to(ts, v));
+                          return o;
+                      });
+            }
+    // cont of a permuted view, and dup
+    check("cont(permute)", [&](context& ctx) {
+        built b;
+        node* leaf = ctx.new_tensor(type_id::f16, {3, 5, 7, 32});
+        node* p = permute(any_tensor(leaf), {1, 3, 0, 2}).get();
+        b.out = cont(any_tensor(p)).get();
+        b.inputs = {p};
+        b.max_nmse = 0;
+        return b;
+    },
+    [](const std::vector<host>& in) { return in[0]; });
+}
+
+TEST_CASE("ops: diag_mask_inf, diag_mask_zero, repeat, concat") {
+    for (type_id t : {type_id::f32, type_id::f16})
+        for (op_kind op : {op_kind::diag_mask_inf, op_kind::diag_mask_zero})
+            for (ne4 s : {ne4{10, 10, 3, 2}, ne4{17, 5, 1, 1}})
+                check(std::string(op_name(op)) + " " + tn(t) + sh(s),
+                      [&](context& ctx) {
+                          built b;
+                          node* x = ctx.new_tensor(t, s);
+                          b.out = (op == op_kind::diag_mask_inf ? diag_mask_inf(any_tensor(x), 5) : diag_mask_zero(any_tensor(x), 5)).get();
+                          b.inputs = {x};
+                          return b;
+                      },
+                      [&](const std::vector<host>& in) {
+                          host o = in[0];
+                          for (std::int64_t r = 0; r < s[1] * s[2] * s[3]; ++r)
+                              for (std::int64_t i = 0; i < s[0]; ++i)
+                                  if (i > 5 + r % s[1]) o.v[static_cast<std::size_t>(r * s[0] + i)] = op == op_kind::diag_mask_inf ? neg_inf : 0.0;
+                          return o;
+                      });
+    for (type_id t : {type_id::f32, type_id::f16, type_id::i32})
+        for (ne4 src : {ne4{3, 2, 1, 1}, ne4{10, 5, 4, 1}, ne4{1, 1, 1, 1}}) {
+            const ne4 dst = {src[0] * 2, src[1] * 3, src[2] * 2, 2};
+            check("repeat " + tn(t) + sh(src) + " -> " + sh(dst),
+                  [&](context& ctx) {
+                      built b;
+                      node* x = ctx.new_tensor(t, src);
+                      b.out = repeat(any_tensor(x), dst).get();
+                      b.inputs = {x};
+                      b.max_nmse = 0;
+                      if (t == type_id::i32) b.init.push_back({x, indices_below(100)});
+                      return b;
+                  },
+                  [&](const std::vector<host>& in) {
+                      host o = host::zeros(dst);
+                      for (std::int64_t i3 = 0; i3 < dst[3]; ++i3)
+                          for (std::int64_t i2 = 0; i2 < dst[2]; ++i2)
+                              for (std::int64_t i1 = 0; i1 < dst[1]; ++i1)
+                                  for (std::int64_t i0 = 0; i0 < dst[0]; ++i0)
+                                      o.at(i0, i1, i2, i3) = in[0].at(i0 % src[0], i1 % src[1], i2 % src[2], i3 % src[3]);
+                      return o;
+                  });
+        }
+    for (type_id t : {type_id::f32, type_id::f16, type_id::i32})
+        for (int dim = 0; dim < 4; ++dim) {
+            ne4 sa = {5, 4, 3, 2}, sb = sa;
+            sb[static_cast<std::size_t>(dim)] = 3;
+            check("concat " + tn(t) + " dim " + std::to_string(dim),
+                  [&](context& ctx) {
+                      built b;
+                      node* x = ctx.new_tensor(t, sa);
+                      node* y = ctx.new_tensor(t, sb);
+                      b.out = concat(any_tensor(x), any_tensor(y), dim).get();
+                      b.inputs = {x, y};
+                      b.max_nmse = 0;
+                      if (t == type_id::i32) b.init = {{x, indices_below(100)}, {y, indices_below(100)}};
+                      return b;
+                  },
+                  [&](const std::vector<host>& in) {
+                      ne4 so = sa;
+                      so[static_cast<std::size_t>(dim)] += sb[static_cast<std::size_t>(dim)];
+                      host o = host::zeros(so);
+                      for (std::int64_t i3 = 0; i3 < so[3]; ++i3)
+                          for (std::int64_t i2 = 0; i2 < so[2]; ++i2)
+                              for (std::int64_t i1 = 0; i1 < so[1]; ++i1)
+                                  for (std::int64_t i0 = 0; i0 < so[0]; ++i0) {
+                                      std::array<std::int64_t, 4> j{i0, i1, i2, i3};
+                                      const bool fa = j[static_cast<std::size_t>(dim)] < sa[static_cast<std::size_t>(dim)];
+                                      if (!fa) j[static_cast<std::size_t>(dim)] -= sa[static_cast<std::size_t>(dim)];
+                                      o.at(i0, i1, i2, i3) = (fa ? in[0] : in[1]).at(j[0], j[1], j[2], j[3]);
+                                  }
+                      return o;
+                  });
+        }
+}
