@@ -1,0 +1,64 @@
+// Replays the fuzz property (fuzz_body.hpp) on inputs the fuzzer found, on handcrafted
+// cases, and on every file of ../shared/data, so a fixed crash stays fixed.
+#include <doctest/doctest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <vector>
+
+#include "fuzz_body.hpp"
+#include "gguf_test_util.hpp"
+
+namespace {
+bool check(const std::vector<std::uint8_t>& b) { return gguf_fuzz::check_one(b.data(), b.size()); }
+
+std::vector<std::uint8_t> bytes_of(const gguf_test::raw& r) {
+    std::vector<std::uint8_t> v(r.b.size());
+    std::memcpy(v.data(), r.b.data(), v.size());
+    return v;
+}
+
+// Inputs found by the fuzzer (tests/gguf/run_fuzz.sh), kept as regression cases.
+const std::vector<std::vector<std::uint8_t>> found = {
+};
+}  // namespace
+
+TEST_CASE("fuzz regressions: inputs found by the fuzzer hold the property") {
+    for (std::size_t i = 0; i < found.size(); ++i) {
+        CAPTURE(i);
+        CHECK_NOTHROW((void)check(found[i]));
+    }
+}
+
+TEST_CASE("fuzz property on handcrafted valid and broken files") {
+    gguf_test::raw scalar;  // a tensor with n_dims = 0 is re-written with one dimension
+    scalar.header(1, 0).str("s").u32(0).i32(0).u64(0).pad(32).zeros(32);
+    CHECK(check(bytes_of(scalar)));
+    gguf_test::raw nested;
+    nested.header(0, 1).str("n").u32(9).u32(9).u64(2).u32(7).u64(1).u8(3).u32(8).u64(0);
+    CHECK(check(bytes_of(nested)));
+    auto cut = bytes_of(nested);
+    cut.resize(cut.size() - 1);
+    CHECK_FALSE(check(cut));
+}
+
+TEST_CASE("fuzz property on every file of the shared data") {
+    const auto data = gguf_test::shared_data();
+    if (!data) {
+        MESSAGE("SKIPPED: TESSERA_SHARED_DATA is not set or missing (../shared/data absent)");
+        return;
+    }
+    int accepted = 0, rejected = 0;
+    for (const auto& e : std::filesystem::recursive_directory_iterator(*data)) {
+        const auto ext = e.path().extension();
+        if (!e.is_regular_file() || (ext != ".gguf" && ext != ".bin")) continue;
+        CAPTURE(e.path().string());
+        const auto f = tessera::gguf::mapped_file::open(e.path().string());
+        const auto* p = reinterpret_cast<const std::uint8_t*>(f.data());
+        bool ok = false;
+        CHECK_NOTHROW(ok = gguf_fuzz::check_one(p, f.size()));
+        (ok ? accepted : rejected)++;
+    }
+    CHECK(accepted == 24);
+    CHECK(rejected == 14);
+}
