@@ -1,0 +1,127 @@
+// The registry of backends (ggml_backend_reg_* / ggml_backend_dev_* / init_by_*):
+// the registered backend families and their devices, found by index, name (case
+// insensitive) or type, and backends initialized from them. The CPU family is always
+// registered, and stays last (ggml's order: other backends first, CPU last).
+#pragma once
+
+#include <algorithm>
+#include <cctype>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tessera/backend/any.hpp"
+#include "tessera/backend/cpu.hpp"
+#include "tessera/config.hpp"
+#include "tessera/core/error.hpp"
+
+TESSERA_BEGIN_NAMESPACE
+namespace backend {
+
+namespace detail {
+inline bool iequal(std::string_view a, std::string_view b) noexcept {
+    return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+               return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
+           });
+}
+}  // namespace detail
+
+class registry {
+public:
+    // The process-wide registry.
+    static registry& global() {
+        static registry r;
+        return r;
+    }
+    registry() { regs_.push_back(cpu_reg()); }
+
+    // Adds a backend family (before CPU); registering one twice is a no-op.
+    void register_backend(const any_reg& r) {
+        if (!r) fail(errc::invalid_argument, "register_backend: empty registry handle");
+        std::lock_guard<std::mutex> lk(mu_);
+        if (std::find(regs_.begin(), regs_.end(), r) != regs_.end()) return;
+        for (const any_reg& o : regs_)
+            if (detail::iequal(o.name(), r.name()))
+                fail(errc::invalid_argument, "register_backend: a backend named '" + std::string(r.name()) + "' is already registered");
+        regs_.insert(regs_.end() - 1, r);
+    }
+    // Removes a family (not CPU).
+    void unregister_backend(const any_reg& r) {
+        std::lock_guard<std::mutex> lk(mu_);
+        if (r == cpu_reg()) fail(errc::invalid_argument, "unregister_backend: the CPU backend stays registered");
+        regs_.erase(std::remove(regs_.begin(), regs_.end(), r), regs_.end());
+    }
+
+    std::size_t reg_count() const {
+        std::lock_guard<std::mutex> lk(mu_);
+        return regs_.size();
+    }
+    any_reg reg(std::size_t i) const {
+        std::lock_guard<std::mutex> lk(mu_);
+        if (i >= regs_.size()) fail(errc::invalid_argument, "registry: backend index " + std::to_string(i) + " out of range");
+        return regs_[i];
+    }
+    any_reg reg_by_name(std::string_view name) const {
+        std::lock_guard<std::mutex> lk(mu_);
+        for (const any_reg& r : regs_)
+            if (detail::iequal(r.name(), name)) return r;
+        return {};
+    }
+
+    // Devices of every family, in registration order.
+    std::vector<any_device> devices() const {
+        std::lock_guard<std::mutex> lk(mu_);
+        std::vector<any_device> out;
+        for (const any_reg& r : regs_)
+            for (std::size_t i = 0; i < r.device_count(); ++i) out.push_back(r.device(i));
+        return out;
+    }
+    std::size_t dev_count() const { return devices().size(); }
+    any_device dev(std::size_t i) const {
+        const auto d = devices();
+        if (i >= d.size()) fail(errc::invalid_argument, "registry: device index " + std::to_string(i) + " out of range (" +
+                                                            std::to_string(d.size()) + " devices)");
+        return d[i];
+    }
+    any_device dev_by_name(std::string_view name) const {
+        for (const any_device& d : devices())
+            if (detail::iequal(d.name(), name)) return d;
+        return {};
+    }
+    any_device dev_by_type(device_type t) const {
+        for (const any_device& d : devices())
+            if (d.type() == t) return d;
+        return {};
+    }
+
+    any_backend init_by_name(std::string_view name, std::string_view params = {}) const {
+        const any_device d = dev_by_name(name);
+        if (!d) fail(errc::invalid_argument, "init_by_name: no device named '" + std::string(name) + "' (registered: " + names() + ")");
+        return d.init_backend(params);
+    }
+    any_backend init_by_type(device_type t, std::string_view params = {}) const {
+        const any_device d = dev_by_type(t);
+        if (!d)
+            fail(errc::invalid_argument, "init_by_type: no " + std::string(device_type_name(t)) + " device (registered: " + names() + ")");
+        return d.init_backend(params);
+    }
+    // A GPU if there is one, else the CPU.
+    any_backend init_best() const {
+        if (const any_device d = dev_by_type(device_type::gpu)) return d.init_backend({});
+        return init_by_type(device_type::cpu);
+    }
+
+    std::string names() const {
+        std::string s;
+        for (const any_device& d : devices()) s += (s.empty() ? "" : ", ") + std::string(d.name());
+        return s;
+    }
+
+private:
+    mutable std::mutex mu_;
+    std::vector<any_reg> regs_;
+};
+
+}  // namespace backend
+TESSERA_END_NAMESPACE

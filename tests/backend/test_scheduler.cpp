@@ -1,0 +1,263 @@
+// The scheduler: weights on different backends, an op the reference backend refuses,
+// assignments, splits, copies, results equal to single-backend execution, reserve,
+// the eval callback, and the errors of bad use.
+#include <doctest/doctest.h>
+
+#include <set>
+#include <string>
+
+#include "block.hpp"
+
+using namespace tessera;
+using namespace tessera::backend;
+
+namespace {
+
+struct refuse_guard {  // makes the reference device refuse ops for one test
+    explicit refuse_guard(std::set<graph::op_kind> ops) { reference_options().refuse = std::move(ops); }
+    ~refuse_guard() { reference_options().refuse.clear(); }
+};
+
+// Weights named in `on_ref` go to a REF buffer, the others to a CPU buffer (both usage weights).
+struct placed {
+    blocktest::block b;
+    std::vector<any_buffer> buffers;
+};
+placed place(blocktest::dims d, const std::set<std::string>& on_ref) {
+    placed p{blocktest::build(d), {}};
+    std::vector<graph::node*> ref_w, cpu_w;
+    for (graph::node* w : p.b.weights) (on_ref.count(w->name) ? ref_w : cpu_w).push_back(w);
+    if (!ref_w.empty()) p.buffers.push_back(alloc_tensors(ref_w, reference_buffer_type(), buffer_usage::weights));
+    if (!cpu_w.empty()) p.buffers.push_back(alloc_tensors(cpu_w, cpu_buffer_type(), buffer_usage::weights));
+    blocktest::fill_weights(p.b);
+    return p;
+}
+
+// The block's output computed by the CPU backend alone.
+std::vector<float> cpu_only(blocktest::dims d) {
+    placed p = place(d, {});
+    std::vector<graph::node*> rest;
+    for (graph::node* n : p.b.g.leafs())
+        if (!n->data) rest.push_back(n);
+    for (graph::node* n : p.b.g.nodes()) rest.push_back(n);
+    any_buffer buf = alloc_tensors(rest, cpu_buffer_type());
+    blocktest::set_inputs(p.b);
+    cpu_init(2).graph_compute(p.b.g);
+    return tensor_to_f32(*p.b.out.get());
+}
+
+graph::node* find(const blocktest::block& b, const char* name) {
+    graph::node* n = b.g.find(name);
+    REQUIRE_MESSAGE(n != nullptr, name);
+    return n;
+}
+
+const std::set<std::string> attention_weights = {"wq", "wk", "wv", "wo"};
+const std::set<std::string> all_weights = {"tok_emb", "attn_norm", "wq", "wk", "wv", "wo", "ffn_norm", "w_gate_up", "w_down"};
+
+}  // namespace
+
+TEST_CASE("scheduler: weights on two backends") {
+    const blocktest::dims d;
+    const std::vector<float> expect = cpu_only(d);
+    placed p = place(d, attention_weights);
+    any_backend ref = reference_init(), cpu = cpu_init(2);
+    scheduler s({ref, cpu});
+    s.alloc_graph(p.b.g);
+    blocktest::set_inputs(p.b);
+    s.graph_compute(p.b.g);
+    INFO(s.print());
+    // nodes that read a weight run where the weight is
+    for (graph::node* n : p.b.g.nodes()) {
+        if (n->op != graph::op_kind::mul_mat || n->src[0]->op != graph::op_kind::none) continue;
+        const bool on_ref = attention_weights.count(n->src[0]->name) != 0;
+        CHECK_MESSAGE(s.tensor_backend(n) == (on_ref ? ref : cpu), n->name);
+    }
+    CHECK(s.tensor_backend(find(p.b, "tokens")) == cpu);  // inputs go to the last backend
+    CHECK(s.tensor_backend(find(p.b, "out")) == cpu);
+    CHECK(s.n_splits() >= 2);
+    CHECK(s.n_input_copies() >= 2);
+    CHECK(s.n_copies() == 1);
+    CHECK(s.buffer_size(0) > 0);
+    CHECK(s.buffer_size(1) > 0);
+    // every split's nodes run on its backend; every input is a copy living on that backend
+    for (const auto& sp : s.splits()) {
+        const any_backend& be = s.get_backend(static_cast<std::size_t>(sp.backend));
+        for (const auto& [src, copy] : sp.inputs) {
+            CHECK(s.tensor_backend(copy) == be);
+            CHECK(be.device().supports_buft(buffer_of(*copy).type()));
+            CHECK_FALSE(be.device().supports_buft(buffer_of(*src) ? buffer_of(*src).type() : cpu_buffer_type()));
+        }
+    }
+    CHECK(nmse(tensor_to_f32(*p.b.out.get()), expect) < 1e-10);
+    // the user's graph is unchanged (sources not left pointing at copies)
+    for (graph::node* n : p.b.g.nodes())
+        for (graph::node* src : n->src)
+            if (src) CHECK(src->ctx == p.b.ctx.get());
+    // computing again gives the same result (inputs are set again: like ggml's, their
+    // memory is reused once their last reader has run)
+    blocktest::set_inputs(p.b);
+    s.graph_compute(p.b.g);
+    CHECK(nmse(tensor_to_f32(*p.b.out.get()), expect) < 1e-10);
+}
+
+TEST_CASE("scheduler: an op the reference backend refuses runs on the CPU") {
+    refuse_guard guard({graph::op_kind::soft_max});
+    const blocktest::dims d;
+    const std::vector<float> expect = cpu_only(d);
+    placed p = place(d, all_weights);
+    any_backend ref = reference_init(), cpu = cpu_init(2);
+    scheduler s({ref, cpu});
+    s.alloc_graph(p.b.g);
+    blocktest::set_inputs(p.b);
+    s.graph_compute(p.b.g);
+    INFO(s.print());
+    CHECK(s.tensor_backend(find(p.b, "attn")) == cpu);
+    CHECK(s.tensor_backend(find(p.b, "kq")) == ref);
+    CHECK(s.tensor_backend(find(p.b, "out")) == ref);
+    // REF (up to kq) | CPU (soft_max) | REF (the rest)
+    REQUIRE(s.n_splits() == 3);
+    CHECK(s.splits()[0].backend == 0);
+    CHECK(s.splits()[1].backend == 1);
+    CHECK(s.splits()[2].backend == 0);
+    // copies: tokens and pos (inputs, on the CPU) to REF; kq to the CPU; soft_max back to REF
+    std::set<std::string> copied;
+    for (const auto& sp : s.splits())
+        for (const auto& in : sp.inputs) copied.insert(in.first->name);
+    CHECK(copied == std::set<std::string>{"tokens", "pos", "kq", "attn"});
+    CHECK(s.n_input_copies() == 4);
+    CHECK(nmse(tensor_to_f32(*p.b.out.get()), expect) < 1e-10);
+}
+
+TEST_CASE("scheduler: a single backend is one split with no copies") {
+    const blocktest::dims d;
+    const std::vector<float> expect = cpu_only(d);
+    placed p = place(d, {});
+    scheduler s({cpu_init(2)});
+    s.alloc_graph(p.b.g);
+    blocktest::set_inputs(p.b);
+    s.graph_compute(p.b.g);
+    CHECK(s.n_splits() == 1);
+    CHECK(s.n_input_copies() == 0);
+    CHECK(tensor_to_f32(*p.b.out.get()) == expect);  // the same kernels: bit for bit
+}
+
+TEST_CASE("scheduler: reserve a worst case, then smaller graphs allocate nothing new") {
+    blocktest::dims big;
+    big.T = 12;
+    placed worst = place(big, attention_weights);
+    any_backend ref = reference_init(), cpu = cpu_init(2);
+    scheduler s({ref, cpu});
+    s.reserve(worst.b.g);
+    const std::size_t size0 = s.buffer_size(0), size1 = s.buffer_size(1);
+    CHECK(size0 > 0);
+    CHECK(size1 > 0);
+    for (std::int64_t T : {3, 7, 12}) {
+        blocktest::dims d;
+        d.T = T;
+        const std::vector<float> expect = cpu_only(d);
+        placed p = place(d, attention_weights);
+        s.alloc_graph(p.b.g);
+        blocktest::set_inputs(p.b);
+        s.graph_compute(p.b.g);
+        CHECK(nmse(tensor_to_f32(*p.b.out.get()), expect) < 1e-10);
+    }
+    CHECK(s.n_reallocs() == 0);
+    CHECK(s.buffer_size(0) == size0);
+    CHECK(s.buffer_size(1) == size1);
+    // a bigger graph than reserved grows the buffers (and says so)
+    blocktest::dims bigger;
+    bigger.T = 40;
+    placed p = place(bigger, attention_weights);
+    s.alloc_graph(p.b.g);
+    CHECK(s.n_reallocs() >= 1);
+}
+
+TEST_CASE("scheduler: user assignments are kept") {
+    const blocktest::dims d;
+    const std::vector<float> expect = cpu_only(d);
+    placed p = place(d, all_weights);
+    any_backend ref = reference_init(), cpu = cpu_init(1);
+    scheduler s({ref, cpu});
+    graph::node* h2 = find(p.b, "h2");
+    s.set_tensor_backend(h2, cpu);
+    s.alloc_graph(p.b.g);
+    blocktest::set_inputs(p.b);
+    s.graph_compute(p.b.g);
+    CHECK(s.tensor_backend(h2) == cpu);
+    CHECK(s.n_splits() >= 3);
+    CHECK(nmse(tensor_to_f32(*p.b.out.get()), expect) < 1e-10);
+    s.reset();
+    CHECK_FALSE(s.tensor_backend(h2));
+}
+
+TEST_CASE("scheduler: eval callback observes nodes and can stop the graph") {
+    const blocktest::dims d;
+    const std::vector<float> expect = cpu_only(d);
+    placed p = place(d, attention_weights);
+    any_backend ref = reference_init(), cpu = cpu_init(2);
+    scheduler s({ref, cpu});
+    std::vector<std::string> seen;
+    bool rms_ok = false;
+    s.set_eval_callback([&](node& t, bool ask) {
+        if (ask) return t.op == graph::op_kind::rms_norm || t.name == "kq";
+        seen.push_back(t.name);
+        if (t.op == graph::op_kind::rms_norm) {  // computed already: check one row against double
+            const auto y = tensor_to_f32(t), x = tensor_to_f32(*t.src[0]);
+            double ss = 0;
+            for (std::int64_t i = 0; i < t.lay.ne[0]; ++i) ss += static_cast<double>(x[static_cast<std::size_t>(i)]) * x[static_cast<std::size_t>(i)];
+            const double scale = 1.0 / std::sqrt(ss / static_cast<double>(t.lay.ne[0]) + 1e-5);
+            rms_ok = std::abs(y[0] - x[0] * scale) < 1e-5;
+        }
+        return true;
+    });
+    s.alloc_graph(p.b.g);
+    blocktest::set_inputs(p.b);
+    s.graph_compute(p.b.g);
+    CHECK(seen.size() == 3);  // two rms_norms and kq
+    CHECK(rms_ok);
+    CHECK(nmse(tensor_to_f32(*p.b.out.get()), expect) < 1e-10);
+
+    // stopping at kq: the output is not computed
+    tensor_memset(*p.b.out.get(), 0, 0, p.b.out.get()->lay.nbytes());
+    seen.clear();
+    s.set_eval_callback([&](node& t, bool ask) {
+        if (ask) return t.name == "kq";
+        seen.push_back(t.name);
+        return false;
+    });
+    s.graph_compute(p.b.g);
+    CHECK(seen == std::vector<std::string>{"kq"});
+    for (float v : tensor_to_f32(*p.b.out.get())) CHECK(v == 0.0f);
+}
+
+TEST_CASE("scheduler: bad use gives clear errors") {
+    SUBCASE("a weight in a buffer no backend can use") {
+        placed p = place({}, attention_weights);  // wq.. in REF buffers
+        scheduler s({cpu_init(1)});
+        CHECK_THROWS_WITH_AS(s.alloc_graph(p.b.g), doctest::Contains("buffer 'REF'"), tessera::error);
+    }
+    SUBCASE("an op no backend supports") {
+        graph::context ctx({true});
+        graph::any_tensor a = graph::new_tensor(ctx, type_id::f32, {4, 4, 1, 1}, "a");
+        a.set_input();
+        graph::any_tensor y = graph::unary(a, graph::unary_op::xielu).set_name("y");
+        graph::cgraph g;
+        g.build_forward_expand(y);
+        scheduler s({reference_init(), cpu_init(1)});
+        CHECK_THROWS_WITH_AS(s.alloc_graph(g), doctest::Contains("'y' (unary(xielu)"), tessera::error);
+        CHECK_THROWS_WITH_AS(s.alloc_graph(g), doctest::Contains("none of the backends (REF, CPU)"), tessera::error);
+    }
+    SUBCASE("a backend the scheduler does not have") {
+        scheduler s({cpu_init(1)});
+        graph::context ctx({true});
+        graph::node* t = ctx.new_tensor(type_id::f32, {4, 1, 1, 1}, "t");
+        CHECK_THROWS_WITH_AS(s.set_tensor_backend(t, reference_init()), doctest::Contains("not one of its backends"),
+                             tessera::error);
+    }
+    SUBCASE("a buffer type the backend cannot use") {
+        CHECK_THROWS_WITH_AS(scheduler({cpu_init(1)}, {reference_buffer_type()}), doctest::Contains("cannot use buffer type REF"),
+                             tessera::error);
+        CHECK_THROWS_AS(scheduler({}), tessera::error);
+    }
+}
