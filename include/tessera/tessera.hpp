@@ -1,6 +1,7 @@
 // The umbrella header: all of tessera. Inside the library, include the specific header.
 #pragma once
 
+#include "tessera/backend/all.hpp"
 #include "tessera/config.hpp"
 #include "tessera/core/error.hpp"
 #include "tessera/core/f16.hpp"

@@ -83,7 +83,7 @@ TEST_CASE("a plan beyond the buffer type's maximum size is an error") {
     CHECK_THROWS_WITH_AS(ga.reserve(g),
                          "graph_allocator: buffer 0 needs 1280 bytes, more than its buffer type's maximum 1000", error);
     const std::array e = {external(8), op(8, {0}).as_output()};
-    CHECK_THROWS_WITH_AS(ga.alloc_graph(e), "bind: no data given for external tensor 0", error);
+    CHECK_THROWS_WITH_AS(ga.alloc_graph(e), "bind_plan: no data given for external tensor 0", error);
     const auto p = plan_graph(std::array{input(8), op(8, {0}).as_output()});
     CHECK_THROWS_WITH_AS(bind_plan(p, {}, {}), "bind_plan: tensor 0 is in buffer 0 but 0 buffer bases were given", error);
 }

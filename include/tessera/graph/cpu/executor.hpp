@@ -70,7 +70,15 @@ public:
         reserve(p.work_size());
         const cpu::kernel_set ks = cpu::kernel_set::for_arch(simd::active_arch());
         const auto& nodes = g.nodes();
-        std::atomic<bool> stop{false};
+        // Index of the node after whose barrier every thread stops (none: SIZE_MAX). It is
+        // set before that node's barrier and read after it, so a fast thread that stops
+        // at a later node can never make a slow thread leave one node early.
+        constexpr std::size_t no_stop = static_cast<std::size_t>(-1);
+        std::atomic<std::size_t> stop_at{no_stop};
+        auto request_stop = [&stop_at](std::size_t i) {
+            std::size_t cur = stop_at.load(std::memory_order_relaxed);
+            while (i < cur && !stop_at.compare_exchange_weak(cur, i, std::memory_order_relaxed)) {}
+        };
         std::atomic<std::size_t> done{0};
         std::byte* work = work_.get();
         std::mutex err_mu;
@@ -92,18 +100,18 @@ public:
                 } catch (...) {  // never leave the others waiting at the barrier
                     std::lock_guard<std::mutex> lk(err_mu);
                     if (!err) err = std::current_exception();
-                    stop.store(true, std::memory_order_relaxed);
+                    request_stop(i);
                 }
                 if (ith == 0) {
                     done.store(i + 1, std::memory_order_relaxed);
-                    if (abort_ && i + 1 < nodes.size() && abort_()) stop.store(true, std::memory_order_relaxed);
+                    if (abort_ && i + 1 < nodes.size() && abort_()) request_stop(i);
                 }
                 pool_.barrier();
-                if (stop.load(std::memory_order_relaxed)) return;
+                if (stop_at.load(std::memory_order_relaxed) <= i) return;
             }
         });
         if (err) std::rethrow_exception(err);
-        if (stop.load())
+        if (stop_at.load() != no_stop)
             fail(errc::aborted, "cpu: compute aborted by the callback after node " + std::to_string(done.load()) + " of " +
                                     std::to_string(nodes.size()));
     }
