@@ -82,6 +82,18 @@ public:
         return nullptr;
     }
 
+    // Drops every tensor created after the first `mark` ones (mark = an earlier size()),
+    // so a context that holds long-lived tensors (weights, caches) can build one graph
+    // after another without growing. Handles to the dropped tensors dangle afterwards.
+    // Only for no_alloc contexts: an allocating context keeps its memory until destroyed.
+    void rollback(std::size_t mark) {
+        if (allocates()) fail(errc::invalid_argument, "context::rollback: only for no_alloc contexts");
+        if (mark > nodes_.size())
+            fail(errc::invalid_argument, "context::rollback: mark " + std::to_string(mark) + " is past the " +
+                                             std::to_string(nodes_.size()) + " tensors");
+        while (nodes_.size() > mark) nodes_.pop_back();
+    }
+
     // Bytes this context has allocated for tensor data.
     std::size_t used_bytes() const noexcept { return used_; }
 

@@ -1,0 +1,362 @@
+// A llama-architecture model on tessera: weights mapped from a GGUF file (zero
+// copy), a KV cache, and the forward graph built from tessera's ops, run through
+// the backend scheduler so that every compute tensor's memory is planned by
+// tessera's memory planner (no hand-sized buffers).
+//
+//   models::llama_model m = models::llama_model::load("stories260K.gguf", {.n_threads = 2});
+//   auto ids = m.tokenizer().tokenize("Once upon a time", true);
+//   std::vector<float> logits = m.eval(ids);          // batched prompt, last token's logits
+//   logits = m.eval(std::span(&next, 1));             // then one token at a time
+//
+// The graph per layer (llama.cpp's llm_build_llama):
+//   h   = rms_norm(x) * attn_norm
+//   q,k = rope(Wq h), rope(Wk h)   (normal mode: adjacent pairs rotate)
+//   v   = Wv h
+//   K/V caches <- k, v             (set_rows at the tokens' positions)
+//   a   = softmax(q K^T / sqrt(d) + causal mask) V   (flash_attn_ext, or mul_mat + soft_max)
+//   x  += Wo a
+//   h   = rms_norm(x) * ffn_norm
+//   x  += Wdown (silu(Wgate h) * (Wup h))
+// then logits = Woutput (rms_norm(x) * output_norm), Woutput = token_embd when the file
+// has no output.weight (tied embeddings).
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tessera/backend/all.hpp"
+#include "tessera/config.hpp"
+#include "tessera/core/error.hpp"
+#include "tessera/gguf/reader.hpp"
+#include "tessera/graph/all.hpp"
+#include "tessera/models/hparams.hpp"
+#include "tessera/quant/reference.hpp"
+#include "tessera/text/load.hpp"
+
+TESSERA_BEGIN_NAMESPACE
+namespace models {
+
+struct llama_options {
+    int n_threads = 0;                 // 0: the machine's hardware threads
+    std::int64_t n_ctx = 0;            // KV cache length; 0: min(training context, 4096)
+    std::int64_t n_batch = 512;        // prompt tokens per graph
+    type_id kv_type = type_id::f16;    // f16 or f32
+    bool flash_attn = true;            // flash_attn_ext; false: mul_mat + soft_max + mul_mat
+};
+
+class llama_model {
+public:
+    // Opens (mmaps) a GGUF file and maps its weights; errors name the file and tensor.
+    static llama_model load(const std::string& path, const llama_options& o = {}) {
+        return llama_model(gguf::file::open(path), o);
+    }
+
+    llama_model(gguf::file f, const llama_options& o = {}) : s_(std::make_unique<state>()) {
+        s_->file = std::move(f);
+        s_->opt = o;
+        init();
+    }
+
+    const llama_hparams& hparams() const noexcept { return s_->hp; }
+    const gguf::file& file() const noexcept { return s_->file; }
+    bool has_tokenizer() const noexcept { return s_->tok.has_value(); }
+    const text::tokenizer& tokenizer() const {
+        if (!s_->tok) fail(errc::unsupported, "model '" + s_->file.source() + "' has no tokenizer.ggml.* vocabulary");
+        return *s_->tok;
+    }
+    std::int64_t n_ctx() const noexcept { return s_->n_ctx; }
+    std::int64_t n_past() const noexcept { return s_->n_past; }
+    std::int64_t n_vocab() const noexcept { return s_->hp.n_vocab; }
+    int n_threads() const noexcept { return s_->n_threads; }
+    // Number of parameters (elements of all weight tensors).
+    std::int64_t n_params() const noexcept { return s_->n_params; }
+    // Bytes of all weight tensors.
+    std::size_t weight_bytes() const noexcept { return s_->weight_bytes; }
+
+    void set_n_threads(int n) {
+        if (n < 1) fail(errc::invalid_argument, "llama_model: n_threads must be >= 1");
+        s_->n_threads = n;
+        backend::cpu_set_n_threads(s_->cpu, n);
+    }
+
+    // Forgets the cached tokens: the next eval starts at position 0.
+    void reset() noexcept { s_->n_past = 0; }
+    // Keeps only the first n cached tokens (n <= n_past).
+    void truncate(std::int64_t n) {
+        if (n < 0 || n > s_->n_past)
+            fail(errc::invalid_argument, "llama_model::truncate: " + std::to_string(n) + " is outside 0.." +
+                                             std::to_string(s_->n_past));
+        s_->n_past = n;
+    }
+
+    // Feeds tokens at positions n_past, n_past+1, ...; prompts longer than n_batch run in
+    // several graphs. Returns the logits of the last token (n_vocab floats), or with
+    // all_logits those of every token (token i at [i * n_vocab, (i+1) * n_vocab)).
+    std::vector<float> eval(std::span<const std::int32_t> tokens, bool all_logits = false) {
+        if (tokens.empty()) fail(errc::invalid_argument, "llama_model::eval: no tokens");
+        const auto n = static_cast<std::int64_t>(tokens.size());
+        if (s_->n_past + n > s_->n_ctx)
+            fail(errc::out_of_memory, "llama_model::eval: " + std::to_string(s_->n_past) + " cached + " + std::to_string(n) +
+                                          " new tokens exceed the context of " + std::to_string(s_->n_ctx));
+        for (std::size_t i = 0; i < tokens.size(); ++i)
+            if (tokens[i] < 0 || tokens[i] >= s_->hp.n_vocab)
+                fail(errc::invalid_argument, "llama_model::eval: token " + std::to_string(tokens[i]) + " at index " +
+                                                 std::to_string(i) + " is outside the vocabulary of " +
+                                                 std::to_string(s_->hp.n_vocab));
+        std::vector<float> out;
+        if (all_logits) out.reserve(static_cast<std::size_t>(n * s_->hp.n_vocab));
+        for (std::int64_t i0 = 0; i0 < n; i0 += s_->opt.n_batch) {
+            const std::int64_t k = std::min(s_->opt.n_batch, n - i0);
+            const bool last = i0 + k == n;
+            std::vector<float> part = eval_batch(tokens.subspan(static_cast<std::size_t>(i0), static_cast<std::size_t>(k)),
+                                                 all_logits);
+            if (all_logits) out.insert(out.end(), part.begin(), part.end());
+            else if (last) out = std::move(part);
+        }
+        return out;
+    }
+
+    // The graph of one batch (for printing or inspection): n tokens at position n_past.
+    // Builds into the model's context; call discard_graph() when done.
+    graph::cgraph build_graph(std::int64_t n, bool all_logits) {
+        s_->mark = s_->ctx->size();
+        return build(n, all_logits).g;
+    }
+    void discard_graph() { s_->ctx->rollback(s_->mark); s_->sched->reset(); }
+
+private:
+    struct layer {
+        graph::node *attn_norm, *wq, *wk, *wv, *wo, *ffn_norm, *w_gate, *w_up, *w_down;
+        graph::node *k_cache, *v_cache;
+    };
+    struct state {
+        gguf::file file;
+        llama_options opt;
+        llama_hparams hp;
+        std::optional<text::tokenizer> tok;
+        std::unique_ptr<graph::context> ctx;
+        backend::any_buffer weights_buf, kv_buf;
+        backend::any_backend cpu;
+        std::unique_ptr<backend::scheduler> sched;
+        graph::node *tok_embd = nullptr, *output_norm = nullptr, *output = nullptr, *rope_freqs = nullptr;
+        std::vector<layer> layers;
+        std::int64_t n_ctx = 0, n_past = 0, n_params = 0;
+        std::size_t weight_bytes = 0;
+        std::size_t mark = 0;
+        int n_threads = 1;
+    };
+    struct built {
+        graph::cgraph g;
+        graph::node *tokens, *pos, *kv_idx, *mask, *logits;
+    };
+
+    std::unique_ptr<state> s_;
+
+    static std::string shape_str(const std::array<std::int64_t, 4>& ne, int nd) {
+        std::string s = "[";
+        for (int d = 0; d < std::max(nd, 1); ++d) s += (d ? ", " : "") + std::to_string(ne[static_cast<std::size_t>(d)]);
+        return s + "]";
+    }
+
+    // A weight tensor of the file with the expected shape, placed in the mapped buffer.
+    graph::node* weight(const std::string& name, std::initializer_list<std::int64_t> shape, bool optional = false) {
+        state& s = *s_;
+        const gguf::tensor_info* t = s.file.find_tensor(name);
+        if (!t) {
+            if (optional) return nullptr;
+            fail(errc::format, "model '" + s.file.source() + "': tensor '" + name + "' is missing");
+        }
+        std::array<std::int64_t, 4> want{1, 1, 1, 1};
+        std::size_t d = 0;
+        for (std::int64_t v : shape) want[d++] = v;
+        if (t->ne != want)
+            fail(errc::shape_mismatch, "model '" + s.file.source() + "': tensor '" + name + "' has shape " +
+                                           shape_str(t->ne, t->n_dims) + ", expected " +
+                                           shape_str(want, static_cast<int>(shape.size())));
+        const bool float_type = t->type == type_id::f32 || t->type == type_id::f16 || t->type == type_id::bf16;
+        if (!float_type && !quant::can_dequantize(t->type))
+            fail(errc::unsupported, "model '" + s.file.source() + "': tensor '" + name + "' has type " +
+                                        std::string(type_name(t->type)) + ", which tessera cannot compute with yet");
+        if (shape.size() == 1 && t->type != type_id::f32)
+            fail(errc::unsupported, "model '" + s.file.source() + "': norm tensor '" + name + "' must be f32, not " +
+                                        std::string(type_name(t->type)));
+        graph::node* n = s.ctx->new_tensor(t->type, t->ne, name);
+        backend::tensor_alloc(s.weights_buf, *n, const_cast<std::byte*>(t->data));
+        s.n_params += t->n_elements();
+        s.weight_bytes += static_cast<std::size_t>(t->size_bytes);
+        return n;
+    }
+
+    void init() {
+        state& s = *s_;
+        s.hp = llama_hparams::from_metadata(s.file.meta());
+        llama_hparams& h = s.hp;
+        if (s.file.meta().contains("tokenizer.ggml.model")) s.tok.emplace(text::vocab_from_gguf(s.file));
+        const gguf::tensor_info* emb = s.file.find_tensor("token_embd.weight");
+        if (!emb) fail(errc::format, "model '" + s.file.source() + "': tensor 'token_embd.weight' is missing");
+        if (h.n_vocab == 0) h.n_vocab = emb->ne[1];
+        if (s.opt.kv_type != type_id::f16 && s.opt.kv_type != type_id::f32)
+            fail(errc::unsupported, "llama_model: KV cache type " + std::string(type_name(s.opt.kv_type)) +
+                                        " (only f16 and f32 so far)");
+        if (s.opt.n_batch < 1) fail(errc::invalid_argument, "llama_model: n_batch must be >= 1");
+        s.n_ctx = s.opt.n_ctx > 0 ? s.opt.n_ctx : std::min<std::int64_t>(h.n_ctx_train, 4096);
+        s.n_threads = s.opt.n_threads > 0 ? s.opt.n_threads : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+
+        s.ctx = std::make_unique<graph::context>(graph::context_options{true});
+        const auto data = s.file.data_section();
+        s.weights_buf = backend::cpu_buffer_from_ptr(const_cast<std::byte*>(data.data()), data.size());
+        s.weights_buf.set_usage(backend::buffer_usage::weights);
+
+        const std::int64_t E = h.n_embd, EKV = h.n_embd_kv(), F = h.n_ff, V = h.n_vocab;
+        s.tok_embd = weight("token_embd.weight", {E, V});
+        s.output_norm = weight("output_norm.weight", {E});
+        s.output = weight("output.weight", {E, V}, true);
+        if (!s.output) s.output = s.tok_embd;
+        s.rope_freqs = weight("rope_freqs.weight", {h.n_rot / 2}, true);
+        std::vector<graph::node*> caches;
+        for (std::int64_t i = 0; i < h.n_layer; ++i) {
+            const std::string p = "blk." + std::to_string(i) + ".";
+            layer l{};
+            l.attn_norm = weight(p + "attn_norm.weight", {E});
+            l.wq = weight(p + "attn_q.weight", {E, E});
+            l.wk = weight(p + "attn_k.weight", {E, EKV});
+            l.wv = weight(p + "attn_v.weight", {E, EKV});
+            l.wo = weight(p + "attn_output.weight", {E, E});
+            l.ffn_norm = weight(p + "ffn_norm.weight", {E});
+            l.w_gate = weight(p + "ffn_gate.weight", {E, F});
+            l.w_up = weight(p + "ffn_up.weight", {E, F});
+            l.w_down = weight(p + "ffn_down.weight", {F, E});
+            l.k_cache = s.ctx->new_tensor(s.opt.kv_type, {EKV, s.n_ctx, 1, 1}, "cache_k_l" + std::to_string(i));
+            l.v_cache = s.ctx->new_tensor(s.opt.kv_type, {EKV, s.n_ctx, 1, 1}, "cache_v_l" + std::to_string(i));
+            caches.push_back(l.k_cache);
+            caches.push_back(l.v_cache);
+            s.layers.push_back(l);
+        }
+        s.kv_buf = backend::alloc_tensors(caches, backend::cpu_buffer_type());
+        s.kv_buf.clear(0);
+        s.cpu = backend::cpu_init(s.n_threads);
+        s.sched = std::make_unique<backend::scheduler>(std::vector<backend::any_backend>{s.cpu});
+    }
+
+    built build(std::int64_t n, bool all_logits) {
+        using namespace graph;
+        state& s = *s_;
+        const llama_hparams& h = s.hp;
+        context& ctx = *s.ctx;
+        const std::int64_t E = h.n_embd, D = h.n_embd_head(), H = h.n_head, HKV = h.n_head_kv;
+        const std::int64_t n_kv = s.n_past + n;
+        const float kq_scale = 1.0f / std::sqrt(static_cast<float>(D));
+        built b;
+        any_tensor tokens = new_tensor(ctx, type_id::i32, {n, 1, 1, 1}, "inp_tokens");
+        any_tensor pos = new_tensor(ctx, type_id::i32, {n, 1, 1, 1}, "inp_pos");
+        any_tensor kv_idx = new_tensor(ctx, type_id::i64, {n, 1, 1, 1}, "inp_kv_idx");
+        any_tensor mask = new_tensor(ctx, type_id::f32, {n_kv, n, 1, 1}, "inp_kq_mask");
+        for (any_tensor t : {tokens, pos, kv_idx, mask}) t.set_input();
+        any_tensor freqs = s.rope_freqs ? any_tensor(s.rope_freqs) : any_tensor();
+        rope_params rp{static_cast<int>(h.n_rot)};
+        rp.mode = rope_mode_normal;
+        rp.n_ctx_orig = static_cast<int>(h.n_ctx_train);
+        rp.freq_base = h.rope_freq_base;
+        rp.freq_scale = h.rope_freq_scale;
+
+        const std::size_t kv_elt = type_size(s.opt.kv_type);
+        any_tensor x = get_rows(any_tensor(s.tok_embd), tokens).set_name("inp_embd");
+        for (std::size_t il = 0; il < s.layers.size(); ++il) {
+            const layer& l = s.layers[il];
+            const std::string li = "-" + std::to_string(il);
+            any_tensor cur = mul(rms_norm(x, h.rms_eps), any_tensor(l.attn_norm)).set_name("attn_norm" + li);
+            any_tensor q = reshape(mul_mat(any_tensor(l.wq), cur), {D, H, n, 1});
+            any_tensor k = reshape(mul_mat(any_tensor(l.wk), cur), {D, HKV, n, 1});
+            any_tensor v = mul_mat(any_tensor(l.wv), cur).set_name("Vcur" + li);
+            q = rope_ext(q, pos, freqs, rp).set_name("Qcur" + li);
+            k = rope_ext(k, pos, freqs, rp).set_name("Kcur" + li);
+            // write this batch's keys and values into the caches at their positions
+            any_tensor kc = set_rows(any_tensor(l.k_cache), reshape(k, {D * HKV, n, 1, 1}), kv_idx);
+            any_tensor vc = set_rows(any_tensor(l.v_cache), v, kv_idx);
+            // all cached positions, one head per dim-2 slice
+            const std::size_t row = kv_elt * static_cast<std::size_t>(D * HKV), head = kv_elt * static_cast<std::size_t>(D);
+            any_tensor K = view(kc, {D, n_kv, HKV, 1}, {row, head, row * static_cast<std::size_t>(n_kv)}, 0);
+            any_tensor Vv = view(vc, {D, n_kv, HKV, 1}, {row, head, row * static_cast<std::size_t>(n_kv)}, 0);
+            any_tensor Q = permute(q, {0, 2, 1, 3});  // [D, n, H]
+            // ggml multiplies an f16 cache with queries (and probabilities) rounded to f16;
+            // doing the same keeps the logits within llama.cpp's rounding
+            const bool f16_kv = s.opt.kv_type == type_id::f16;
+            if (f16_kv) Q = cast(Q, type_id::f16);
+            any_tensor attn;
+            if (s.opt.flash_attn) {
+                if (f16_kv) Q = cast(Q, type_id::f32);
+                attn = reshape(flash_attn_ext(Q, K, Vv, mask, kq_scale), {E, n, 1, 1});  // [D, H, n] -> [E, n]
+            } else {
+                any_tensor kq = soft_max_ext(mul_mat(K, Q), mask, kq_scale);                // [n_kv, n, H]
+                any_tensor vt = cont(permute(Vv, {1, 0, 2, 3}));                            // [n_kv, D, HKV]
+                if (f16_kv) kq = cast(kq, type_id::f16);
+                any_tensor kqv = mul_mat(vt, kq);                                           // [D, n, H]
+                attn = reshape(cont(permute(kqv, {0, 2, 1, 3})), {E, n, 1, 1});
+            }
+            attn.set_name("kqv_out" + li);
+            x = add(x, mul_mat(any_tensor(l.wo), attn)).set_name("ffn_inp" + li);
+            cur = mul(rms_norm(x, h.rms_eps), any_tensor(l.ffn_norm)).set_name("ffn_norm" + li);
+            any_tensor ff = swiglu_split(mul_mat(any_tensor(l.w_gate), cur), mul_mat(any_tensor(l.w_up), cur));
+            x = add(x, mul_mat(any_tensor(l.w_down), ff)).set_name("l_out" + li);
+        }
+        if (!all_logits && n > 1)  // only the last token's logits are wanted
+            x = view(x, {E, 1, 1, 1}, {x.nb(1), x.nb(1), x.nb(1)}, static_cast<std::size_t>(n - 1) * x.nb(1));
+        x = mul(rms_norm(x, h.rms_eps), any_tensor(s.output_norm)).set_name("result_norm");
+        any_tensor logits = mul_mat(any_tensor(s.output), x).set_name("result_output");
+        logits.set_output();
+        b.g.build_forward_expand(logits);
+        b.tokens = tokens.get();
+        b.pos = pos.get();
+        b.kv_idx = kv_idx.get();
+        b.mask = mask.get();
+        b.logits = logits.get();
+        return b;
+    }
+
+    std::vector<float> eval_batch(std::span<const std::int32_t> toks, bool all_logits) {
+        state& s = *s_;
+        const auto n = static_cast<std::int64_t>(toks.size());
+        const std::int64_t n_kv = s.n_past + n;
+        s.mark = s.ctx->size();
+        struct guard {
+            state& s;
+            ~guard() {
+                s.sched->reset();
+                s.ctx->rollback(s.mark);
+            }
+        } g{s};
+        built b = build(n, all_logits);
+        s.sched->alloc_graph(b.g);
+        std::vector<std::int32_t> pos(static_cast<std::size_t>(n));
+        std::vector<std::int64_t> idx(static_cast<std::size_t>(n));
+        for (std::int64_t i = 0; i < n; ++i) {
+            pos[static_cast<std::size_t>(i)] = static_cast<std::int32_t>(s.n_past + i);
+            idx[static_cast<std::size_t>(i)] = s.n_past + i;
+        }
+        // causal mask: token i (at position n_past + i) sees cache slots 0 .. n_past + i
+        std::vector<float> mask(static_cast<std::size_t>(n * n_kv), 0.0f);
+        for (std::int64_t i = 0; i < n; ++i)
+            for (std::int64_t j = s.n_past + i + 1; j < n_kv; ++j)
+                mask[static_cast<std::size_t>(i * n_kv + j)] = -std::numeric_limits<float>::infinity();
+        backend::tensor_set(*b.tokens, toks.data(), 0, toks.size_bytes());
+        backend::tensor_set(*b.pos, pos.data(), 0, pos.size() * sizeof(std::int32_t));
+        backend::tensor_set(*b.kv_idx, idx.data(), 0, idx.size() * sizeof(std::int64_t));
+        backend::tensor_set(*b.mask, mask.data(), 0, mask.size() * sizeof(float));
+        s.sched->graph_compute(b.g);
+        std::vector<float> out(static_cast<std::size_t>(b.logits->lay.nelements()));
+        backend::tensor_get(*b.logits, out.data(), 0, out.size() * sizeof(float));
+        s.n_past += n;
+        return out;
+    }
+};
+
+}  // namespace models
+TESSERA_END_NAMESPACE
