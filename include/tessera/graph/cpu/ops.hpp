@@ -20,6 +20,7 @@
 #include "tessera/core/error.hpp"
 #include "tessera/graph/cpu/rows.hpp"
 #include "tessera/graph/node.hpp"
+#include "tessera/kernels/quant/table.hpp"
 #include "tessera/quant/reference.hpp"
 
 TESSERA_BEGIN_NAMESPACE
@@ -677,13 +678,63 @@ inline void rope(const node& d, const exec_params& p) {
 
 // Block-type weights, as ggml does it: each row of b is quantized once to the weights'
 // dot partner (q8_0, q8_1, q8_K), then out[m, n] = vec_dot(row m of a, row n of b).
-// Reference kernels for now (tessera/quant/reference.hpp); the SIMD vec_dot and packed
-// GEMM kernels of kernels/quant plug in here.
-inline void mul_mat_quant(const node& d, const exec_params& p) {
+// Types with kernels in kernels/quant (tessera/kernels/quant/table.hpp) run the SIMD
+// quantizer and gemv of the executor's arch; the others run the scalar reference.
+template <class B>
+concept has_row_kernels = requires { typename kernels::row_kernels<B>::template gemv<simd::scalar>; };
+
+template <class B>
+void mul_mat_quant_typed(const node& d, const exec_params& p) {
+    using P = typename quant::block_traits<B>::dot_partner;
     const node& a = *d.src[0];
     const node& b = *d.src[1];
     const auto& k = *p.k;
-    const type_id ta = a.lay.type, tp = quant::dot_partner_type(ta);
+    const std::int64_t K = a.lay.ne[0], M = a.lay.ne[1];
+    const std::int64_t N = b.lay.ne[1], B2 = b.lay.ne[2], B3 = b.lay.ne[3];
+    const auto qrow = static_cast<std::size_t>(row_size(quant::block_traits<P>::id, K));
+    std::byte* bq = p.shared;
+    float* buf = reinterpret_cast<float*>(p.scratch);
+    {
+        const auto [r0, r1] = p.split(b.lay.nrows());
+        const auto quantize = simd::kernel_for<kernels::row_kernels<P>::template quantize>(k.arch);
+        for (std::int64_t r = r0; r < r1; ++r) {
+            const auto [i1, i2, i3] = unravel_row(b.lay, r);
+            quantize(load_row(k, b, i1, i2, i3, buf), reinterpret_cast<P*>(bq + static_cast<std::size_t>(r) * qrow), K);
+        }
+    }
+    p.barrier();
+    const auto gemv = simd::kernel_for<kernels::row_kernels<B>::template gemv>(k.arch);
+    const std::int64_t r2 = B2 / a.lay.ne[2], r3 = B3 / a.lay.ne[3];
+    const std::int64_t chunks = (M + mul_mat_chunk - 1) / mul_mat_chunk;
+    const auto [c0, c1] = p.split(chunks * B2 * B3);
+    for (std::int64_t c = c0; c < c1; ++c) {
+        const std::int64_t ch = c % chunks;
+        const std::int64_t i2 = (c / chunks) % B2, i3 = c / chunks / B2;
+        const std::int64_t m0 = ch * mul_mat_chunk, ml = std::min(mul_mat_chunk, M - m0);
+        const auto* x = reinterpret_cast<const B*>(row_ptr(a, m0, i2 / r2, i3 / r3));
+        for (std::int64_t n = 0; n < N; ++n) {
+            const auto* y = reinterpret_cast<const P*>(bq + static_cast<std::size_t>((i3 * B2 + i2) * N + n) * qrow);
+            float* o = reinterpret_cast<float*>(row_ptr(d, n, i2, i3));
+            gemv(K, ml, x, a.lay.nb[1], y, o + m0);
+        }
+    }
+}
+
+inline void mul_mat_quant(const node& d, const exec_params& p) {
+    const node& a = *d.src[0];
+    const type_id ta = a.lay.type;
+    bool done = false;
+    quant::visit_block_type(ta, [&]<class B>() {
+        if constexpr (has_row_kernels<B>) {
+            mul_mat_quant_typed<B>(d, p);
+            done = true;
+        }
+    });
+    if (done) return;
+    // Scalar reference path.
+    const node& b = *d.src[1];
+    const auto& k = *p.k;
+    const type_id tp = quant::dot_partner_type(ta);
     const std::int64_t K = a.lay.ne[0], M = a.lay.ne[1];
     const std::int64_t N = b.lay.ne[1], B2 = b.lay.ne[2], B3 = b.lay.ne[3];
     const auto qrow = static_cast<std::size_t>(row_size(tp, K));
