@@ -24,6 +24,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
+#include <new>
 #include <limits>
 #include <memory>
 #include <optional>
@@ -144,6 +146,10 @@ private:
         std::optional<text::tokenizer> tok;
         std::unique_ptr<graph::context> ctx;
         backend::any_buffer weights_buf, kv_buf;
+        struct aligned_free {
+            void operator()(std::byte* p) const noexcept { ::operator delete(p, std::align_val_t(64)); }
+        };
+        std::unique_ptr<std::byte, aligned_free> weights_copy;  // when the file's data is not aligned
         backend::any_backend cpu;
         std::unique_ptr<backend::scheduler> sched;
         graph::node *tok_embd = nullptr, *output_norm = nullptr, *output = nullptr, *rope_freqs = nullptr;
@@ -189,7 +195,8 @@ private:
             fail(errc::unsupported, "model '" + s.file.source() + "': norm tensor '" + name + "' must be f32, not " +
                                         std::string(type_name(t->type)));
         graph::node* n = s.ctx->new_tensor(t->type, t->ne, name);
-        backend::tensor_alloc(s.weights_buf, *n, const_cast<std::byte*>(t->data));
+        const auto section = s.file.data_section();
+        backend::tensor_alloc(s.weights_buf, *n, static_cast<std::byte*>(s.weights_buf.base()) + (t->data - section.data()));
         s.n_params += t->n_elements();
         s.weight_bytes += static_cast<std::size_t>(t->size_bytes);
         return n;
@@ -212,7 +219,14 @@ private:
 
         s.ctx = std::make_unique<graph::context>(graph::context_options{true});
         const auto data = s.file.data_section();
-        s.weights_buf = backend::cpu_buffer_from_ptr(const_cast<std::byte*>(data.data()), data.size());
+        std::byte* wp = const_cast<std::byte*>(data.data());
+        if (reinterpret_cast<std::uintptr_t>(wp) % 32 != 0) {
+            // a buffer given to gguf::file::from_buffer need not be aligned: copy the data section
+            s.weights_copy.reset(static_cast<std::byte*>(::operator new(std::max<std::size_t>(data.size(), 1), std::align_val_t(64))));
+            std::memcpy(s.weights_copy.get(), data.data(), data.size());
+            wp = s.weights_copy.get();
+        }
+        s.weights_buf = backend::cpu_buffer_from_ptr(wp, data.size());
         s.weights_buf.set_usage(backend::buffer_usage::weights);
 
         const std::int64_t E = h.n_embd, EKV = h.n_embd_kv(), F = h.n_ff, V = h.n_vocab;

@@ -1,0 +1,262 @@
+// Random-weight llama models written by tessera's GGUF writer (models/random.hpp):
+// KV-cache correctness (batched prompt == token by token == split batches), agreement
+// across thread counts, archs and attention paths, quantized weight types against the
+// same weights dequantized to f32, and bad models that must fail with the tensor named.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tessera/gguf/reader.hpp"
+#include "tessera/models/llama.hpp"
+#include "tessera/models/random.hpp"
+#include "tessera/simd/dispatch.hpp"
+
+using namespace tessera;
+
+namespace {
+
+// A model loaded from bytes that it keeps alive.
+struct mem_model {
+    std::shared_ptr<std::vector<std::byte>> bytes;
+    std::unique_ptr<models::llama_model> m;
+};
+
+mem_model load(const gguf::writer& w, const models::llama_options& o) {
+    mem_model r;
+    r.bytes = std::make_shared<std::vector<std::byte>>(w.to_bytes());
+    r.m = std::make_unique<models::llama_model>(gguf::file::from_buffer(*r.bytes, "random.gguf"), o);
+    return r;
+}
+
+models::random_llama_config small_config() {
+    models::random_llama_config c;
+    c.n_embd = 64;
+    c.n_layer = 2;
+    c.n_ff = 160;
+    c.n_head = 4;
+    c.n_head_kv = 2;
+    c.n_ctx = 128;
+    c.seed = 7;
+    return c;
+}
+
+std::vector<std::int32_t> some_tokens(std::int64_t n_vocab, int n) {
+    std::vector<std::int32_t> t{1};
+    models::detail::splitmix64 r{42};
+    while (static_cast<int>(t.size()) < n) t.push_back(static_cast<std::int32_t>(3 + r.next() % static_cast<std::uint64_t>(n_vocab - 3)));
+    return t;
+}
+
+// max |a - b| / max |b|
+double rel_diff(const std::vector<float>& a, const std::vector<float>& b) {
+    REQUIRE(a.size() == b.size());
+    double d = 0, m = 0;
+    for (std::size_t i = 0; i < a.size(); ++i) {
+        d = std::max(d, std::abs(static_cast<double>(a[i]) - b[i]));
+        m = std::max(m, std::abs(static_cast<double>(b[i])));
+    }
+    return m > 0 ? d / m : d;
+}
+
+std::vector<float> one_by_one(models::llama_model& m, const std::vector<std::int32_t>& toks) {
+    m.reset();
+    std::vector<float> all;
+    for (std::int32_t t : toks) {
+        const auto l = m.eval(std::span<const std::int32_t>(&t, 1));
+        all.insert(all.end(), l.begin(), l.end());
+    }
+    return all;
+}
+
+// A copy of a model's file with every weight dequantized to f32.
+gguf::writer dequantized(const gguf::writer& w, std::vector<std::vector<std::byte>>& keep) {
+    const auto bytes = w.to_bytes();
+    const gguf::file f = gguf::file::from_buffer(bytes);
+    gguf::writer out;
+    out.copy_metadata(f.meta());
+    for (const auto& t : f.tensors()) {
+        std::vector<float> x(static_cast<std::size_t>(t.n_elements()));
+        const std::int64_t row = t.ne[0], nrows = t.n_elements() / row;
+        for (std::int64_t r = 0; r < nrows; ++r)
+            quant::dequantize_row(t.type, t.data + static_cast<std::size_t>(r) * row_size(t.type, row),
+                                  x.data() + r * row, row);
+        keep.emplace_back(x.size() * 4);
+        std::memcpy(keep.back().data(), x.data(), keep.back().size());
+        out.add_tensor(t.name, type_id::f32, std::span<const std::int64_t>(t.ne.data(), static_cast<std::size_t>(t.n_dims)),
+                       keep.back());
+    }
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("random model: the batched prompt pass equals feeding tokens one by one") {
+    const auto w = models::random_llama(small_config());
+    for (type_id kv : {type_id::f32, type_id::f16}) {
+        for (bool fa : {true, false}) {
+            CAPTURE(type_name(kv));
+            CAPTURE(fa);
+            auto mm = load(w, {.n_threads = 1, .kv_type = kv, .flash_attn = fa});
+            auto& m = *mm.m;
+            const auto toks = some_tokens(m.n_vocab(), 40);
+            const auto batched = m.eval(toks, true);
+            REQUIRE(batched.size() == toks.size() * static_cast<std::size_t>(m.n_vocab()));
+            CHECK(m.n_past() == 40);
+            const auto single = one_by_one(m, toks);
+            // f16 caches round K and V identically on both paths; only sum orders differ
+            CHECK(rel_diff(single, batched) < 1e-4);
+            // two batches (a cached prefix, then 25 tokens at once)
+            m.reset();
+            auto part = m.eval(std::span(toks).first(15), true);
+            const auto rest = m.eval(std::span(toks).subspan(15), true);
+            part.insert(part.end(), rest.begin(), rest.end());
+            CHECK(rel_diff(part, batched) < 1e-4);
+            // truncate and re-evaluate the tail: the same logits
+            m.truncate(30);
+            const auto tail = m.eval(std::span(toks).subspan(30), true);
+            const std::vector<float> want(batched.end() - static_cast<std::ptrdiff_t>(tail.size()), batched.end());
+            CHECK(rel_diff(tail, want) < 1e-4);
+        }
+    }
+}
+
+TEST_CASE("random model: a small n_batch splits the prompt into several graphs") {
+    const auto w = models::random_llama(small_config());
+    auto a = load(w, {.n_threads = 1, .kv_type = type_id::f32});
+    auto b = load(w, {.n_threads = 1, .n_batch = 6, .kv_type = type_id::f32});
+    const auto toks = some_tokens(a.m->n_vocab(), 23);
+    CHECK(rel_diff(b.m->eval(toks, true), a.m->eval(toks, true)) < 1e-4);
+}
+
+TEST_CASE("random model: 1 and 2 threads, every arch, flash attention and soft_max agree") {
+    const auto w = models::random_llama(small_config());
+    const auto toks = some_tokens(386, 32);
+    auto base = load(w, {.n_threads = 1, .kv_type = type_id::f32, .flash_attn = false});
+    const simd::arch_id active = simd::active_arch();
+    simd::set_active_arch(simd::arch_id::scalar);
+    const auto ref = base.m->eval(toks, true);
+    for (simd::arch_id a : simd::available_archs()) {
+        simd::set_active_arch(a);
+        for (int nt : {1, 2}) {
+            for (bool fa : {false, true}) {
+                CAPTURE(simd::name_of(a));
+                CAPTURE(nt);
+                CAPTURE(fa);
+                auto mm = load(w, {.n_threads = nt, .kv_type = type_id::f32, .flash_attn = fa});
+                CHECK(rel_diff(mm.m->eval(toks, true), ref) < 1e-4);
+            }
+        }
+    }
+    simd::set_active_arch(active);
+}
+
+TEST_CASE("random model: quantized weights against the same weights in f32") {
+    // The only difference left is the activations' rounding to the dot partner (q8_0,
+    // q8_1 or q8_K) and, for f16/bf16, none: bounds per type on max|diff|/max|logit|.
+    struct tc {
+        type_id t;
+        double bound;
+    };
+    for (const tc c : {tc{type_id::f16, 1e-4}, tc{type_id::bf16, 1e-4}, tc{type_id::q8_0, 3e-2}, tc{type_id::q4_0, 3e-2},
+                       tc{type_id::q4_1, 3e-2}, tc{type_id::q5_0, 3e-2}, tc{type_id::q5_1, 3e-2}, tc{type_id::q4_K, 3e-2},
+                       tc{type_id::q5_K, 3e-2}, tc{type_id::q6_K, 3e-2}}) {
+        CAPTURE(type_name(c.t));
+        auto cfg = small_config();
+        cfg.n_embd = 256;  // K-quant rows need 256 elements
+        cfg.n_ff = 512;
+        cfg.n_head = 8;
+        cfg.weight_type = c.t;
+        const auto wq = models::random_llama(cfg);
+        std::vector<std::vector<std::byte>> keep;
+        const auto wf = dequantized(wq, keep);
+        auto q = load(wq, {.n_threads = 2, .kv_type = type_id::f32});
+        auto f = load(wf, {.n_threads = 2, .kv_type = type_id::f32});
+        const auto toks = some_tokens(q.m->n_vocab(), 12);
+        const auto lq = q.m->eval(toks, true), lf = f.m->eval(toks, true);
+        const double d = rel_diff(lq, lf);
+        MESSAGE(type_name(c.t) << ": max|diff|/max|logit| = " << d);
+        CHECK(d < c.bound);
+        // every arch's kernels give the scalar kernels' logits (the integer dots are exact;
+        // only the f32 sum orders differ)
+        const simd::arch_id active = simd::active_arch();
+        simd::set_active_arch(simd::arch_id::scalar);
+        q.m->reset();
+        const auto ls = q.m->eval(toks, true);
+        for (simd::arch_id a : simd::available_archs()) {
+            CAPTURE(simd::name_of(a));
+            simd::set_active_arch(a);
+            q.m->reset();
+            CHECK(rel_diff(q.m->eval(toks, true), ls) < 1e-4);
+        }
+        simd::set_active_arch(active);
+        // and the weights really are of the type (a quantized model is smaller)
+        if (c.t != type_id::f16 && c.t != type_id::bf16) CHECK(q.m->weight_bytes() * 3 < f.m->weight_bytes());
+    }
+}
+
+TEST_CASE("random model: tied output embeddings and a padded vocabulary") {
+    auto cfg = small_config();
+    cfg.tied_output = true;
+    cfg.n_vocab = 1000;
+    auto mm = load(models::random_llama(cfg), {.n_threads = 1});
+    CHECK(mm.m->n_vocab() == 1000);
+    const auto toks = mm.m->tokenizer().tokenize("once upon a time", true);
+    REQUIRE(toks.size() >= 2);
+    CHECK(toks[0] == 1);
+    const auto l = mm.m->eval(toks);
+    CHECK(l.size() == 1000);
+    CHECK(std::all_of(l.begin(), l.end(), [](float v) { return std::isfinite(v); }));
+}
+
+TEST_CASE("bad models fail with an error that names the tensor") {
+    const auto w = models::random_llama(small_config());
+    const auto bytes = w.to_bytes();
+    const gguf::file f = gguf::file::from_buffer(bytes);
+    // rebuild the file, dropping or replacing one tensor, or changing one key
+    auto rebuilt = [&](const std::string& drop, const std::string& reshape, const char* arch) {
+        gguf::writer out;
+        out.copy_metadata(f.meta());
+        if (arch) out.set("general.architecture", arch);
+        for (const auto& t : f.tensors()) {
+            if (t.name == drop) continue;
+            if (t.name == reshape) {
+                const std::int64_t ne[2] = {t.ne[0], t.ne[1] - 1};
+                out.add_tensor(t.name, t.type, std::span<const std::int64_t>(ne, 2),
+                               std::vector<std::byte>(static_cast<std::size_t>(row_size(t.type, ne[0]) * static_cast<std::size_t>(ne[1]))));
+            } else {
+                out.add_tensor_view(t);
+            }
+        }
+        return out;
+    };
+    auto error_of = [](const gguf::writer& g) -> std::string {
+        try {
+            (void)load(g, {.n_threads = 1});
+        } catch (const error& e) {
+            return e.what();
+        }
+        return "no error";
+    };
+    const std::string missing = error_of(rebuilt("blk.1.ffn_up.weight", "", nullptr));
+    CHECK(missing.find("blk.1.ffn_up.weight") != std::string::npos);
+    CHECK(missing.find("missing") != std::string::npos);
+    const std::string shape = error_of(rebuilt("", "blk.0.attn_k.weight", nullptr));
+    CHECK(shape.find("blk.0.attn_k.weight") != std::string::npos);
+    CHECK(shape.find("shape") != std::string::npos);
+    const std::string arch = error_of(rebuilt("", "", "gpt2"));
+    CHECK(arch.find("gpt2") != std::string::npos);
+    const std::string no_embd = error_of(rebuilt("token_embd.weight", "", nullptr));
+    CHECK(no_embd.find("token_embd.weight") != std::string::npos);
+    MESSAGE(missing << "\n" << shape << "\n" << arch);
+    // bad configurations of the generator itself
+    auto c = small_config();
+    c.n_head = 3;
+    CHECK_THROWS_AS(models::random_llama(c), error);
+    c = small_config();
+    c.n_vocab = 10;
+    CHECK_THROWS_AS(models::random_llama(c), error);
+}
