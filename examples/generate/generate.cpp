@@ -1,0 +1,235 @@
+// generate: text generation with a llama-architecture GGUF model on tessera.
+//
+//   generate -m model.gguf -p "Once upon a time" -n 64      greedy
+//   generate -m model.gguf -p "..." --temp 0.8 --top-k 40 --top-p 0.95 --seed 1
+//   generate                                                  no model: a random-weight demo
+//
+// stdout gets the prompt and then each generated piece as it comes (nothing else);
+// stderr gets the model summary and the prompt and generation speeds. The prompt is
+// processed in batches of -b tokens (one graph each), then one token per graph with
+// the KV cache.
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tessera/models/llama.hpp"
+#include "tessera/models/random.hpp"
+#include "tessera/models/sampling.hpp"
+
+namespace {
+
+using namespace tessera;
+
+constexpr const char* usage_text =
+    "usage: generate [-m model.gguf] [-p prompt] [-n tokens] [options]\n"
+    "  -m, --model PATH     llama-architecture GGUF model; without it a random-weight\n"
+    "                       model is built with tessera's GGUF writer and run (a demo)\n"
+    "  -p, --prompt TEXT    prompt (default \"Once upon a time\")\n"
+    "  -n, --n-predict N    tokens to generate (default 64); stops early at end of text\n"
+    "  --temp T             temperature; 0 (default) is greedy\n"
+    "  --top-k K            keep the K most likely tokens (default 40; 0: all)\n"
+    "  --top-p P            keep the smallest set of probability >= P (default 0.95)\n"
+    "  --seed S             sampler seed (default 1)\n"
+    "  -t, --threads N      threads (default: all hardware threads)\n"
+    "  -c, --ctx-size N     KV cache length (default: min(training context, 4096))\n"
+    "  -b, --batch-size N   prompt tokens per graph (default 512)\n"
+    "  --kv f16|f32         KV cache type (default f16)\n"
+    "  --no-fa              mul_mat + soft_max attention instead of flash_attn_ext\n"
+    "  --random-type TYPE   weight type of the random demo model (default q8_0)\n"
+    "  --random-out PATH    keep the random demo model's GGUF file at PATH\n"
+    "  -h, --help           this text\n";
+
+struct args {
+    std::string model, prompt = "Once upon a time", random_out;
+    int n_predict = 64, threads = 0;
+    std::int64_t n_ctx = 0, n_batch = 512;
+    models::sampler_params sp{.temp = 0.0f, .top_k = 40, .top_p = 0.95f, .seed = 1};
+    type_id kv = type_id::f16, random_type = type_id::q8_0;
+    bool flash_attn = true;
+};
+
+[[noreturn]] void usage_error(const std::string& msg) {
+    std::fprintf(stderr, "generate: %s\n%s", msg.c_str(), usage_text);
+    std::exit(2);
+}
+
+long long to_int(std::string_view opt, const std::string& v, long long lo, long long hi) {
+    std::size_t used = 0;
+    long long x = 0;
+    try {
+        x = std::stoll(v, &used);
+    } catch (...) {
+        used = 0;
+    }
+    if (used != v.size() || v.empty()) usage_error(std::string(opt) + " wants an integer, not '" + v + "'");
+    if (x < lo || x > hi)
+        usage_error(std::string(opt) + " = " + v + " is outside " + std::to_string(lo) + ".." + std::to_string(hi));
+    return x;
+}
+
+float to_float(std::string_view opt, const std::string& v) {
+    std::size_t used = 0;
+    float x = 0;
+    try {
+        x = std::stof(v, &used);
+    } catch (...) {
+        used = 0;
+    }
+    if (used != v.size() || v.empty()) usage_error(std::string(opt) + " wants a number, not '" + v + "'");
+    return x;
+}
+
+args parse(int argc, char** argv) {
+    args a;
+    for (int i = 1; i < argc; ++i) {
+        const std::string_view o = argv[i];
+        auto value = [&]() -> std::string {
+            if (i + 1 >= argc) usage_error(std::string(o) + " needs a value");
+            return argv[++i];
+        };
+        if (o == "-h" || o == "--help") {
+            std::fputs(usage_text, stdout);
+            std::exit(0);
+        } else if (o == "-m" || o == "--model") {
+            a.model = value();
+        } else if (o == "-p" || o == "--prompt") {
+            a.prompt = value();
+        } else if (o == "-n" || o == "--n-predict") {
+            a.n_predict = static_cast<int>(to_int(o, value(), 0, 1 << 20));
+        } else if (o == "--temp") {
+            a.sp.temp = to_float(o, value());
+            if (!(a.sp.temp >= 0.0f)) usage_error("--temp must be >= 0");
+        } else if (o == "--top-k") {
+            a.sp.top_k = static_cast<int>(to_int(o, value(), 0, 1 << 30));
+        } else if (o == "--top-p") {
+            a.sp.top_p = to_float(o, value());
+            if (!(a.sp.top_p > 0.0f && a.sp.top_p <= 1.0f)) usage_error("--top-p must be in (0, 1]");
+        } else if (o == "--seed") {
+            a.sp.seed = static_cast<std::uint64_t>(to_int(o, value(), 0, std::numeric_limits<long long>::max()));
+        } else if (o == "-t" || o == "--threads") {
+            a.threads = static_cast<int>(to_int(o, value(), 1, 1024));
+        } else if (o == "-c" || o == "--ctx-size") {
+            a.n_ctx = to_int(o, value(), 1, 1 << 24);
+        } else if (o == "-b" || o == "--batch-size") {
+            a.n_batch = to_int(o, value(), 1, 1 << 20);
+        } else if (o == "--kv") {
+            const std::string v = value();
+            if (v == "f16") a.kv = type_id::f16;
+            else if (v == "f32") a.kv = type_id::f32;
+            else usage_error("--kv must be f16 or f32, not '" + v + "'");
+        } else if (o == "--no-fa") {
+            a.flash_attn = false;
+        } else if (o == "--random-type") {
+            const std::string v = value();
+            const auto t = type_from_name(v);
+            if (!t) usage_error("--random-type: unknown type '" + v + "'");
+            a.random_type = *t;
+        } else if (o == "--random-out") {
+            a.random_out = value();
+        } else {
+            usage_error("unknown option '" + std::string(o) + "'");
+        }
+    }
+    return a;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// Writes the random demo model and returns its path (a temporary file unless --random-out).
+std::string write_random_model(const args& a, bool& temporary) {
+    models::random_llama_config c;
+    c.n_embd = 256;
+    c.n_layer = 4;
+    c.n_ff = 768;
+    c.n_head = 8;
+    c.n_head_kv = 4;
+    c.n_ctx = 1024;
+    c.weight_type = a.random_type;
+    temporary = a.random_out.empty();
+    std::string path = a.random_out;
+    if (temporary) {
+        path = (std::filesystem::temp_directory_path() /
+                ("tessera-random-llama-" + std::to_string(std::chrono::steady_clock::now().time_since_epoch().count()) + ".gguf"))
+                   .string();
+    }
+    models::random_llama(c).write_to_file(path);
+    std::fprintf(stderr,
+                 "generate: no model given (-m); wrote a random-weight llama model (%lld layers, n_embd %lld, %s weights) "
+                 "to %s\n",
+                 static_cast<long long>(c.n_layer), static_cast<long long>(c.n_embd), std::string(type_name(c.weight_type)).c_str(),
+                 path.c_str());
+    return path;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    const args a = parse(argc, argv);
+    bool temporary = false;
+    std::string path = a.model;
+    try {
+        if (path.empty()) path = write_random_model(a, temporary);
+        models::llama_model m = models::llama_model::load(
+            path, {.n_threads = a.threads, .n_ctx = a.n_ctx, .n_batch = a.n_batch, .kv_type = a.kv, .flash_attn = a.flash_attn});
+        if (temporary) std::filesystem::remove(path);  // the weights stay mapped
+        const auto& hp = m.hparams();
+        std::fprintf(stderr, "generate: %s: %s, %lld layers, n_embd %lld, n_vocab %lld, %.2f M parameters, %.1f MiB of weights, %d threads\n",
+                     m.file().source().c_str(), hp.arch.c_str(), static_cast<long long>(hp.n_layer),
+                     static_cast<long long>(hp.n_embd), static_cast<long long>(hp.n_vocab), static_cast<double>(m.n_params()) / 1e6,
+                     static_cast<double>(m.weight_bytes()) / (1024.0 * 1024.0), m.n_threads());
+        const auto& tok = m.tokenizer();
+        const auto ids = tok.tokenize(a.prompt, true);
+        if (ids.empty()) {
+            std::fprintf(stderr, "generate: the prompt has no tokens\n");
+            return 1;
+        }
+        if (static_cast<std::int64_t>(ids.size()) >= m.n_ctx()) {
+            std::fprintf(stderr, "generate: the prompt has %zu tokens, the context only %lld\n", ids.size(),
+                         static_cast<long long>(m.n_ctx()));
+            return 1;
+        }
+        std::fputs(a.prompt.c_str(), stdout);
+        std::fflush(stdout);
+
+        models::sampler smp(a.sp);
+        const std::vector<std::int32_t> prompt(ids.begin(), ids.end());
+        auto t0 = std::chrono::steady_clock::now();
+        std::vector<float> logits = m.eval(prompt);
+        const double t_prompt = seconds_since(t0);
+
+        int n_gen = 0, n_eval = 0;  // tokens written; tokens run through the model one by one
+        t0 = std::chrono::steady_clock::now();
+        while (n_gen < a.n_predict) {
+            const std::int32_t next = smp.sample(logits);
+            if (tok.get_vocab().is_eog(next)) break;
+            const std::string_view piece = tok.token_to_piece(next, false);
+            std::fwrite(piece.data(), 1, piece.size(), stdout);
+            std::fflush(stdout);
+            if (++n_gen == a.n_predict) break;
+            if (m.n_past() >= m.n_ctx()) {
+                std::fprintf(stderr, "\ngenerate: the context of %lld tokens is full\n", static_cast<long long>(m.n_ctx()));
+                break;
+            }
+            logits = m.eval(std::span<const std::int32_t>(&next, 1));
+            ++n_eval;
+        }
+        const double t_gen = seconds_since(t0);
+        std::fputc('\n', stdout);
+        std::fflush(stdout);
+        std::fprintf(stderr, "generate: prompt     %5zu tokens in %8.2f ms = %9.1f tokens/s\n", prompt.size(), t_prompt * 1e3,
+                     static_cast<double>(prompt.size()) / t_prompt);
+        std::fprintf(stderr, "generate: generation %5d tokens in %8.2f ms = %9.1f tokens/s (%d generated)\n", n_eval,
+                     t_gen * 1e3, n_eval > 0 ? n_eval / t_gen : 0.0, n_gen);
+        return 0;
+    } catch (const std::exception& e) {
+        if (temporary) std::filesystem::remove(path);
+        std::fprintf(stderr, "\ngenerate: %s\n", e.what());
+        return 1;
+    }
+}
