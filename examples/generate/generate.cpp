@@ -161,7 +161,7 @@ std::string write_random_model(const args& a, bool& temporary) {
     models::random_llama(c).write_to_file(path);
     std::fprintf(stderr,
                  "generate: no model given (-m); wrote a random-weight llama model (%lld layers, n_embd %lld, %s weights) "
-                 "to %s\n",
+                 "to %s (random weights: expect gibberish)\n",
                  static_cast<long long>(c.n_layer), static_cast<long long>(c.n_embd), std::string(type_name(c.weight_type)).c_str(),
                  path.c_str());
     return path;

@@ -5,6 +5,7 @@
 // tokens, letters and common English words), padded to n_vocab when asked.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -32,6 +33,9 @@ struct random_llama_config {
     std::int64_t n_vocab = 0;        // 0: the built-in vocabulary's size; larger: padded with extra tokens
     type_id weight_type = type_id::f32;  // of the 2-D weights; norms stay f32
     bool tied_output = false;        // no output.weight: logits from token_embd
+    // Zero output rows (logit 0) for the control, byte and padding tokens, so that the
+    // pieces a random model writes are words and letters and it does not stop at once.
+    bool text_tokens_only = true;
     float rope_freq_base = 10000.0f;
     float rms_eps = 1e-5f;
     std::uint64_t seed = 1;
@@ -156,10 +160,14 @@ inline gguf::writer random_llama(const random_llama_config& c) {
 
     detail::splitmix64 rng{c.seed};
     // weights ~ U(-a, a) with a = sqrt(3 / fan_in): unit-variance outputs for unit-variance inputs
+    auto is_text_token = [&](std::int64_t id) { return voc.types[static_cast<std::size_t>(id)] == 1 && voc.scores[static_cast<std::size_t>(id)] > -1000.0f; };
     auto matrix = [&](const std::string& name, std::int64_t in, std::int64_t out) {
         std::vector<float> x(static_cast<std::size_t>(in * out));
         const float a = std::sqrt(3.0f / static_cast<float>(in));
         for (float& v : x) v = a * rng.sym();
+        if (name == "output.weight" && c.text_tokens_only)
+            for (std::int64_t r = 0; r < out; ++r)
+                if (!is_text_token(r)) std::fill_n(x.begin() + r * in, in, 0.0f);
         const type_id t = type_for(in);
         const std::int64_t ne[2] = {in, out};
         w.add_tensor(name, t, std::span<const std::int64_t>(ne, 2), detail::encode(t, x, in));
@@ -173,6 +181,9 @@ inline gguf::writer random_llama(const random_llama_config& c) {
     {  // embeddings: unit-scale rows
         std::vector<float> x(static_cast<std::size_t>(E * V));
         for (float& v : x) v = rng.sym();
+        if (c.tied_output && c.text_tokens_only)
+            for (std::int64_t r = 0; r < V; ++r)
+                if (!is_text_token(r)) std::fill_n(x.begin() + r * E, E, 0.0f);
         const type_id t = type_for(E);
         const std::int64_t ne[2] = {E, V};
         w.add_tensor("token_embd.weight", t, std::span<const std::int64_t>(ne, 2), detail::encode(t, x, E));
