@@ -681,7 +681,9 @@ inline void rope(const node& d, const exec_params& p) {
 // Types with kernels in kernels/quant (tessera/kernels/quant/table.hpp) run the SIMD
 // quantizer and gemv of the executor's arch; the others run the scalar reference.
 template <class B>
-concept has_row_kernels = requires { typename kernels::row_kernels<B>::template gemv<simd::scalar>; };
+concept has_row_kernels = requires { sizeof(typename kernels::row_kernels<B>::template gemv<simd::scalar>); };
+static_assert(has_row_kernels<quant::block_q4_0> && has_row_kernels<quant::block_q6_K> && !has_row_kernels<quant::block_q8_K>,
+              "the SIMD path of mul_mat must see the row kernels of kernels/quant/table.hpp");
 
 template <class B>
 void mul_mat_quant_typed(const node& d, const exec_params& p) {
