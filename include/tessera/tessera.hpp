@@ -20,6 +20,7 @@
 #include "tessera/memory/host_buffer.hpp"
 #include "tessera/memory/planner.hpp"
 #include "tessera/memory/tensor_allocator.hpp"
+#include "tessera/models/all.hpp"
 #include "tessera/quant/blocks.hpp"
 #include "tessera/quant/reference.hpp"
 #include "tessera/simd/arch.hpp"
