@@ -477,7 +477,7 @@ TEST_CASE("ops: block-type weights: mul_mat (activations quantized to the dot pa
                               type_id::mxfp4, type_id::q2_K, type_id::q3_K, type_id::q4_K, type_id::q5_K, type_id::q6_K,
                               type_id::iq4_xs};
     for (type_id t : qtypes) {
-        for (const auto& mnb : {std::array<std::int64_t, 3>{16, 1, 1}, {19, 7, 2}}) {
+        for (const auto& mnb : {std::array<std::int64_t, 3>{16, 1, 1}, {19, 7, 2}, {70, 9, 1}}) {
             const std::int64_t M = mnb[0], N = mnb[1], B2 = mnb[2];
             check("mul_mat " + tn(t) + " M" + std::to_string(M) + " N" + std::to_string(N),
                   [&](context& ctx) {

@@ -20,6 +20,7 @@
 #include "tessera/core/error.hpp"
 #include "tessera/graph/cpu/rows.hpp"
 #include "tessera/graph/node.hpp"
+#include "tessera/kernels/quant/gemm.hpp"
 #include "tessera/kernels/quant/table.hpp"
 #include "tessera/quant/reference.hpp"
 
@@ -178,6 +179,13 @@ inline bool mul_mat_b_direct(const node& b) {
     return b.lay.type == type_id::f32 && b.lay.nb[0] == 4;
 }
 
+// q4_0 and q8_0 weights against at least qgemm_min_cols columns run the packed GEMM of
+// kernels/quant/gemm.hpp (the activations packed once, the weights 16 rows at a time).
+inline constexpr std::int64_t qgemm_min_cols = 4;
+inline bool use_qgemm(const node& a, const node& b) {
+    return (a.lay.type == type_id::q4_0 || a.lay.type == type_id::q8_0) && b.lay.ne[1] >= qgemm_min_cols;
+}
+
 inline scratch_need scratch_for(const node& n) {
     const auto f = [](std::int64_t floats) { return detail::align_up(static_cast<std::size_t>(floats) * 4); };
     const auto rowf = static_cast<std::int64_t>(detail::align_up(static_cast<std::size_t>(detail::max_ne0(n)), 16));
@@ -191,6 +199,10 @@ inline scratch_need scratch_for(const node& n) {
                 s.shared = detail::align_up(static_cast<std::size_t>(b.lay.nrows()) *
                                             static_cast<std::size_t>(row_size(quant::dot_partner_type(a.lay.type), K)));
                 s.per_thread = f(K + 16);
+                if (use_qgemm(a, b)) {  // + the packed activations, + the packed weight panel
+                    s.shared += detail::align_up(static_cast<std::size_t>(b.lay.nrows()) * kernels::qgemm_act_row_bytes(K));
+                    s.per_thread += detail::align_up(kernels::qgemm_work_bytes(K));
+                }
                 return s;
             }
             if (a.lay.type != type_id::f32) s.per_thread = f(mul_mat_chunk * K);
@@ -696,19 +708,46 @@ void mul_mat_quant_typed(const node& d, const exec_params& p) {
     const auto qrow = static_cast<std::size_t>(row_size(quant::block_traits<P>::id, K));
     std::byte* bq = p.shared;
     float* buf = reinterpret_cast<float*>(p.scratch);
+    constexpr bool packable = std::is_same_v<B, quant::block_q4_0> || std::is_same_v<B, quant::block_q8_0>;
+    const bool packed = packable && use_qgemm(a, b);
+    const std::size_t prow = kernels::qgemm_act_row_bytes(K);
+    std::byte* bp = bq + detail::align_up(static_cast<std::size_t>(b.lay.nrows()) * qrow);
     {
         const auto [r0, r1] = p.split(b.lay.nrows());
         const auto quantize = simd::kernel_for<kernels::row_kernels<P>::template quantize>(k.arch);
         for (std::int64_t r = r0; r < r1; ++r) {
             const auto [i1, i2, i3] = unravel_row(b.lay, r);
-            quantize(load_row(k, b, i1, i2, i3, buf), reinterpret_cast<P*>(bq + static_cast<std::size_t>(r) * qrow), K);
+            auto* yq = reinterpret_cast<P*>(bq + static_cast<std::size_t>(r) * qrow);
+            quantize(load_row(k, b, i1, i2, i3, buf), yq, K);
+            if constexpr (packable)
+                if (packed) kernels::qgemm_pack_act(K, yq, bp + static_cast<std::size_t>(r) * prow);
         }
     }
     p.barrier();
-    const auto gemv = simd::kernel_for<kernels::row_kernels<B>::template gemv>(k.arch);
     const std::int64_t r2 = B2 / a.lay.ne[2], r3 = B3 / a.lay.ne[3];
     const std::int64_t chunks = (M + mul_mat_chunk - 1) / mul_mat_chunk;
     const auto [c0, c1] = p.split(chunks * B2 * B3);
+    if constexpr (packable) {
+        if (packed) {
+            const auto gemm = [&] {
+                if constexpr (std::is_same_v<B, quant::block_q4_0>) return simd::kernel_for<kernels::gemm_q4_0>(k.arch);
+                else return simd::kernel_for<kernels::gemm_q8_0>(k.arch);
+            }();
+            std::byte* work = p.scratch + detail::align_up(static_cast<std::size_t>(K + 16) * 4);
+            const std::size_t ldo = d.lay.nb[1] / 4;
+            for (std::int64_t c = c0; c < c1; ++c) {
+                const std::int64_t ch = c % chunks;
+                const std::int64_t i2 = (c / chunks) % B2, i3 = c / chunks / B2;
+                const std::int64_t m0 = ch * mul_mat_chunk, ml = std::min(mul_mat_chunk, M - m0);
+                const auto* x = reinterpret_cast<const B*>(row_ptr(a, m0, i2 / r2, i3 / r3));
+                const std::byte* y = bp + static_cast<std::size_t>((i3 * B2 + i2) * N) * prow;
+                float* o = reinterpret_cast<float*>(row_ptr(d, 0, i2, i3)) + m0;
+                gemm(K, ml, N, x, a.lay.nb[1], y, prow, o, ldo, work);
+            }
+            return;
+        }
+    }
+    const auto gemv = simd::kernel_for<kernels::row_kernels<B>::template gemv>(k.arch);
     for (std::int64_t c = c0; c < c1; ++c) {
         const std::int64_t ch = c % chunks;
         const std::int64_t i2 = (c / chunks) % B2, i3 = c / chunks / B2;

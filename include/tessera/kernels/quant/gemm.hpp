@@ -1,0 +1,299 @@
+// Tiled GEMM of q4_0 / q8_0 weights with q8_0 activations (mul_mat with many columns):
+// out[n*ldo + m] = sum over blocks b of (dx[m,b] * dy[n,b]) * sum_t wq[m,b,t] * yq[n,b,t].
+//
+// Both sides are repacked so that one 512-bit vector holds four bytes of each of 16
+// consecutive blocks ("x16" layout): after the 8 vpdpbusd of a group of 16 blocks,
+// lane i holds the whole integer dot of block i, so the f32 work (convert, scale
+// product, FMA) is done once per 16 blocks per output instead of once per block.
+// The activations are packed once per mul_mat (qgemm_pack_act, after quantizing to
+// q8_0); the weights are packed inside the kernel, 16 rows at a time, into the
+// caller's work buffer and reused across every column. RM x RN = 4 x 4 outputs per
+// tile; rows past M are zero padding, columns past N use narrower tiles.
+//
+// u8 x s8: q4_0 weights enter vpdpbusd as their nibbles 0..15 with -8 * sum(y) folded
+// into the accumulator start; q8_0 weights as q + 128 (VNNI, no saturation) with
+// -128 * sum(y), or without VNNI as |q| against sign(y, q) (vpmaddubsw cannot
+// saturate then: |q| <= 128, |y| <= 127).
+//
+// Paths: scalar (the definition, block order, f32 sum), avx2 (256-bit, half a group
+// per vector), avx512bw and avx512vnni (512-bit; dpbusd512 picks vpdpbusd on VNNI).
+// Integer parts are exact everywhere; the f32 sum order differs.
+//
+// Kernels (k a multiple of 32, validated by the caller):
+//   gemm_q4_0<A>(k, m, n, const block_q4_0* x, size_t x_stride_bytes,
+//                const std::byte* y_packed, size_t y_stride_bytes, float* out, size_t ldo,
+//                std::byte* work)   // work: qgemm_work_bytes(k), 64-byte aligned
+//   gemm_q8_0<A>(same with block_q8_0 weights)
+// Layout helpers (plain functions, used outside the arch units):
+//   qgemm_act_row_bytes(k), qgemm_work_bytes(k), qgemm_pack_act(k, const block_q8_0*, std::byte*)
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include <immintrin.h>
+
+#include "tessera/config.hpp"
+#include "tessera/kernels/quant/common.hpp"
+#include "tessera/quant/blocks.hpp"
+#include "tessera/simd/dispatch.hpp"
+
+TESSERA_BEGIN_NAMESPACE
+namespace kernels {
+
+inline constexpr std::int64_t qgemm_group = 16;                 // blocks per packed group
+inline constexpr std::size_t qgemm_act_group_bytes = 512 + 64 + 64;  // qs, d (f32), sum(qs) (i32)
+inline constexpr std::size_t qgemm_w_group_bytes = 512 + 64;         // q, d (f32)
+inline constexpr std::int64_t qgemm_panel = 16;                 // weight rows packed at a time
+inline constexpr int qgemm_rm = 4, qgemm_rn = 4;
+
+inline constexpr std::int64_t qgemm_groups(std::int64_t k) noexcept { return (k / 32 + qgemm_group - 1) / qgemm_group; }
+inline constexpr std::size_t qgemm_act_row_bytes(std::int64_t k) noexcept {
+    return static_cast<std::size_t>(qgemm_groups(k)) * qgemm_act_group_bytes;
+}
+inline constexpr std::size_t qgemm_work_bytes(std::int64_t k) noexcept {
+    return static_cast<std::size_t>(qgemm_panel * qgemm_groups(k)) * qgemm_w_group_bytes;
+}
+
+// One row of q8_0 activations (k / 32 blocks) into the x16 layout; padding blocks are zero.
+inline void qgemm_pack_act(std::int64_t k, const quant::block_q8_0* y, std::byte* out) {
+    const std::int64_t nb = k / 32, ng = qgemm_groups(k);
+    std::memset(out, 0, static_cast<std::size_t>(ng) * qgemm_act_group_bytes);
+    for (std::int64_t b = 0; b < nb; ++b) {
+        std::byte* g = out + static_cast<std::size_t>(b / qgemm_group) * qgemm_act_group_bytes;
+        const auto l = static_cast<std::size_t>(b % qgemm_group);
+        int s = 0;
+        for (int e = 0; e < 32; ++e) {
+            std::memcpy(g + static_cast<std::size_t>(e / 4) * 64 + l * 4 + static_cast<std::size_t>(e % 4), &y[b].qs[e], 1);
+            s += y[b].qs[e];
+        }
+        const float d = y[b].d.to_float();
+        std::memcpy(g + 512 + 4 * l, &d, 4);
+        std::memcpy(g + 576 + 4 * l, &s, 4);
+    }
+}
+
+namespace qdetail {
+
+namespace qg = ::tessera::quant;
+
+template <class A>
+TESSERA_ALWAYS_INLINE int wq(const qg::block_q4_0& b, int e) noexcept {
+    return e < 16 ? (b.qs[e] & 15) : (b.qs[e - 16] >> 4);  // stored value, the weight is this - 8
+}
+template <class A>
+TESSERA_ALWAYS_INLINE int wq(const qg::block_q8_0& b, int e) noexcept {
+    return b.qs[e];
+}
+template <class B>
+inline constexpr int qgemm_offset = std::is_same_v<B, qg::block_q4_0> ? 8 : 0;
+
+// ---- scalar: the definition ------------------------------------------------------------
+template <class A, class B>
+void qgemm(std::int64_t k, std::int64_t m, std::int64_t n, const B* x, std::size_t xs, const std::byte* y, std::size_t ys,
+           float* out, std::size_t ldo, std::byte*, simd::requires_arch<simd::scalar>) {
+    const std::int64_t nb = k / 32;
+    const auto* xb = reinterpret_cast<const unsigned char*>(x);
+    for (std::int64_t c = 0; c < n; ++c) {
+        const auto* yr = reinterpret_cast<const unsigned char*>(y) + static_cast<std::size_t>(c) * ys;
+        for (std::int64_t r = 0; r < m; ++r) {
+            const B* xr = reinterpret_cast<const B*>(xb + static_cast<std::size_t>(r) * xs);
+            float sum = 0.0f;
+            for (std::int64_t b = 0; b < nb; ++b) {
+                const unsigned char* g = yr + static_cast<std::size_t>(b / qgemm_group) * qgemm_act_group_bytes;
+                const auto l = static_cast<std::size_t>(b % qgemm_group);
+                int isum = 0;
+                for (int e = 0; e < 32; ++e) {
+                    const auto yq = static_cast<std::int8_t>(g[static_cast<std::size_t>(e / 4) * 64 + l * 4 + static_cast<std::size_t>(e % 4)]);
+                    isum += (wq<A>(xr[b], e) - qgemm_offset<B>) * yq;
+                }
+                float dy;
+                std::memcpy(&dy, g + 512 + 4 * l, 4);
+                sum += (h2f<A>(xr[b].d) * dy) * static_cast<float>(isum);
+            }
+            out[static_cast<std::size_t>(c) * ldo + static_cast<std::size_t>(r)] = sum;
+        }
+    }
+}
+
+// ---- wide bodies -----------------------------------------------------------------------
+// Vector traits: 512-bit (16 blocks per vector) and 256-bit (8 blocks, two halves per group).
+template <class A>
+struct qv512 {
+    using vi = __m512i;
+    using vf = __m512;
+    static constexpr int halves = 1;
+    static TESSERA_ALWAYS_INLINE vi load(const void* p) { return _mm512_loadu_si512(p); }
+    static TESSERA_ALWAYS_INLINE vf loadf(const void* p) { return _mm512_loadu_ps(p); }
+    static TESSERA_ALWAYS_INLINE vi zero() { return _mm512_setzero_si512(); }
+    static TESSERA_ALWAYS_INLINE vf zerof() { return _mm512_setzero_ps(); }
+    static TESSERA_ALWAYS_INLINE vi dpbusd(vi acc, vi u, vi s) { return dpbusd512<A>(acc, u, s); }
+    static TESSERA_ALWAYS_INLINE vi neg_shl(vi v, int sh) { return _mm512_sub_epi32(zero(), _mm512_sll_epi32(v, _mm_cvtsi32_si128(sh))); }
+    static TESSERA_ALWAYS_INLINE vi flip(vi v) { return _mm512_xor_si512(v, _mm512_set1_epi8(static_cast<char>(0x80))); }
+    static TESSERA_ALWAYS_INLINE vi abs8(vi v) { return _mm512_abs_epi8(v); }
+    static TESSERA_ALWAYS_INLINE vi sign8(vi y, vi x) {
+        return _mm512_mask_sub_epi8(y, _mm512_movepi8_mask(x), zero(), y);  // x == 0 meets |x| == 0
+    }
+    static TESSERA_ALWAYS_INLINE vf fma(vi p, vf s, vf acc) { return _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), s, acc); }
+    static TESSERA_ALWAYS_INLINE vf mul(vf a, vf b) { return _mm512_mul_ps(a, b); }
+    static TESSERA_ALWAYS_INLINE float hsum(vf v) { return hsum512<A>(v); }
+};
+template <class A>
+struct qv256 {
+    using vi = __m256i;
+    using vf = __m256;
+    static constexpr int halves = 2;
+    static TESSERA_ALWAYS_INLINE vi load(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
+    static TESSERA_ALWAYS_INLINE vf loadf(const void* p) { return _mm256_loadu_ps(static_cast<const float*>(p)); }
+    static TESSERA_ALWAYS_INLINE vi zero() { return _mm256_setzero_si256(); }
+    static TESSERA_ALWAYS_INLINE vf zerof() { return _mm256_setzero_ps(); }
+    static TESSERA_ALWAYS_INLINE vi dpbusd(vi acc, vi u, vi s) { return dpbusd256<A>(acc, u, s); }
+    static TESSERA_ALWAYS_INLINE vi neg_shl(vi v, int sh) { return _mm256_sub_epi32(zero(), _mm256_sll_epi32(v, _mm_cvtsi32_si128(sh))); }
+    static TESSERA_ALWAYS_INLINE vi flip(vi v) { return _mm256_xor_si256(v, _mm256_set1_epi8(static_cast<char>(0x80))); }
+    static TESSERA_ALWAYS_INLINE vi abs8(vi v) { return _mm256_abs_epi8(v); }
+    static TESSERA_ALWAYS_INLINE vi sign8(vi y, vi x) { return _mm256_sign_epi8(y, x); }
+    static TESSERA_ALWAYS_INLINE vf fma(vi p, vf s, vf acc) { return _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), s, acc); }
+    static TESSERA_ALWAYS_INLINE vf mul(vf a, vf b) { return _mm256_mul_ps(a, b); }
+    static TESSERA_ALWAYS_INLINE float hsum(vf v) { return hsum256<A>(v); }
+};
+
+// Rows [0, rows) of x (rows <= qgemm_panel) into the x16 weight layout; rows past
+// `rows` and blocks past k / 32 are zero.
+template <class A, class B>
+void qgemm_pack_w(std::int64_t k, std::int64_t rows, const B* x, std::size_t xs, std::byte* w) {
+    const std::int64_t nb = k / 32, ng = qgemm_groups(k);
+    const std::size_t row_bytes = static_cast<std::size_t>(ng) * qgemm_w_group_bytes;
+    std::memset(w, 0, static_cast<std::size_t>(qgemm_panel) * row_bytes);
+    const auto* xb = reinterpret_cast<const unsigned char*>(x);
+    for (std::int64_t r = 0; r < rows; ++r) {
+        const B* xr = reinterpret_cast<const B*>(xb + static_cast<std::size_t>(r) * xs);
+        auto* wr = reinterpret_cast<unsigned char*>(w + static_cast<std::size_t>(r) * row_bytes);
+        for (std::int64_t b = 0; b < nb; ++b) {
+            unsigned char* g = wr + static_cast<std::size_t>(b / qgemm_group) * qgemm_w_group_bytes;
+            const auto l = static_cast<std::size_t>(b % qgemm_group);
+            for (int e = 0; e < 32; ++e)
+                g[static_cast<std::size_t>(e / 4) * 64 + l * 4 + static_cast<std::size_t>(e % 4)] =
+                    static_cast<unsigned char>(wq<A>(xr[b], e));
+            const float d = h2f<A>(xr[b].d);
+            std::memcpy(g + 512 + 4 * l, &d, 4);
+        }
+    }
+}
+
+// One RM x RN tile: rows w[0..RM) of a packed panel (row_bytes apart) x RN packed
+// activation rows.
+template <class A, class V, class B, int RN>
+TESSERA_ALWAYS_INLINE void qgemm_tile(std::int64_t ng, const std::byte* w, std::size_t w_row, const std::byte* y,
+                                      std::size_t ys, float* out, std::size_t ldo, std::int64_t rows) {
+    constexpr int RM = qgemm_rm;
+    constexpr bool q8 = std::is_same_v<B, qg::block_q8_0>;
+    constexpr bool vnni = at_least<A, simd::avx512vnni> && std::is_same_v<V, qv512<A>>;
+    constexpr bool sign_path = q8 && !vnni;
+    constexpr int shift = q8 ? 7 : 3;
+    using vi = typename V::vi;
+    using vf = typename V::vf;
+    constexpr int step = 64 / V::halves;  // bytes per vector
+    vf f[RM][RN];
+    for (int i = 0; i < RM; ++i)
+        for (int j = 0; j < RN; ++j) f[i][j] = V::zerof();
+    for (std::int64_t g = 0; g < ng; ++g) {
+        const std::byte* wg = w + static_cast<std::size_t>(g) * qgemm_w_group_bytes;
+        const std::byte* yg = y + static_cast<std::size_t>(g) * qgemm_act_group_bytes;
+        for (int h = 0; h < V::halves; ++h) {
+            vi acc[RM][RN];
+            for (int j = 0; j < RN; ++j) {
+                vi c = V::zero();
+                if constexpr (!sign_path) c = V::neg_shl(V::load(yg + static_cast<std::size_t>(j) * ys + 576 + h * step), shift);
+                for (int i = 0; i < RM; ++i) acc[i][j] = c;
+            }
+#pragma GCC unroll 8
+            for (int t = 0; t < 8; ++t) {
+                vi xv[RM];
+                for (int i = 0; i < RM; ++i) {
+                    xv[i] = V::load(wg + static_cast<std::size_t>(i) * w_row + static_cast<std::size_t>(t * 64 + h * step));
+                    if constexpr (q8 && vnni) xv[i] = V::flip(xv[i]);
+                }
+                for (int j = 0; j < RN; ++j) {
+                    const vi yv = V::load(yg + static_cast<std::size_t>(j) * ys + static_cast<std::size_t>(t * 64 + h * step));
+                    for (int i = 0; i < RM; ++i) {
+                        if constexpr (sign_path)
+                            acc[i][j] = V::dpbusd(acc[i][j], V::abs8(xv[i]), V::sign8(yv, xv[i]));
+                        else
+                            acc[i][j] = V::dpbusd(acc[i][j], xv[i], yv);
+                    }
+                }
+            }
+            vf xd[RM];
+            for (int i = 0; i < RM; ++i) xd[i] = V::loadf(wg + static_cast<std::size_t>(i) * w_row + 512 + h * step);
+            for (int j = 0; j < RN; ++j) {
+                const vf yd = V::loadf(yg + static_cast<std::size_t>(j) * ys + 512 + h * step);
+                for (int i = 0; i < RM; ++i) f[i][j] = V::fma(acc[i][j], V::mul(xd[i], yd), f[i][j]);
+            }
+        }
+    }
+    for (int j = 0; j < RN; ++j)
+        for (int i = 0; i < RM; ++i)
+            if (i < rows) out[static_cast<std::size_t>(j) * ldo + static_cast<std::size_t>(i)] = V::hsum(f[i][j]);
+}
+
+template <class A, class V, class B>
+void qgemm_wide(std::int64_t k, std::int64_t m, std::int64_t n, const B* x, std::size_t xs, const std::byte* y, std::size_t ys,
+                float* out, std::size_t ldo, std::byte* work) {
+    const std::int64_t ng = qgemm_groups(k);
+    const std::size_t w_row = static_cast<std::size_t>(ng) * qgemm_w_group_bytes;
+    const auto* xb = reinterpret_cast<const unsigned char*>(x);
+    for (std::int64_t p0 = 0; p0 < m; p0 += qgemm_panel) {
+        const std::int64_t pr = m - p0 < qgemm_panel ? m - p0 : qgemm_panel;
+        qgemm_pack_w<A>(k, pr, reinterpret_cast<const B*>(xb + static_cast<std::size_t>(p0) * xs), xs, work);
+        for (std::int64_t c = 0; c < n; c += qgemm_rn) {
+            const std::byte* yc = y + static_cast<std::size_t>(c) * ys;
+            for (std::int64_t r = 0; r < pr; r += qgemm_rm) {
+                const std::byte* wr = work + static_cast<std::size_t>(r) * w_row;
+                float* o = out + static_cast<std::size_t>(c) * ldo + static_cast<std::size_t>(p0 + r);
+                const std::int64_t rows = pr - r;
+                switch (n - c) {
+                    case 1: qgemm_tile<A, V, B, 1>(ng, wr, w_row, yc, ys, o, ldo, rows); break;
+                    case 2: qgemm_tile<A, V, B, 2>(ng, wr, w_row, yc, ys, o, ldo, rows); break;
+                    case 3: qgemm_tile<A, V, B, 3>(ng, wr, w_row, yc, ys, o, ldo, rows); break;
+                    default: qgemm_tile<A, V, B, 4>(ng, wr, w_row, yc, ys, o, ldo, rows); break;
+                }
+            }
+        }
+    }
+}
+
+template <class A, class B>
+void qgemm(std::int64_t k, std::int64_t m, std::int64_t n, const B* x, std::size_t xs, const std::byte* y, std::size_t ys,
+           float* out, std::size_t ldo, std::byte* work, simd::requires_arch<simd::avx2>) {
+    qgemm_wide<A, qv256<A>>(k, m, n, x, xs, y, ys, out, ldo, work);
+}
+template <class A, class B>
+void qgemm(std::int64_t k, std::int64_t m, std::int64_t n, const B* x, std::size_t xs, const std::byte* y, std::size_t ys,
+           float* out, std::size_t ldo, std::byte* work, simd::requires_arch<simd::avx512bw>) {
+    qgemm_wide<A, qv512<A>>(k, m, n, x, xs, y, ys, out, ldo, work);
+}
+
+}  // namespace qdetail
+
+#define TESSERA_QGEMM_KERNEL_(T)                                                                             \
+    template <class A>                                                                                       \
+    struct gemm_##T {                                                                                        \
+        void operator()(std::int64_t k, std::int64_t m, std::int64_t n, const quant::block_##T* x,           \
+                        std::size_t x_stride, const std::byte* y, std::size_t y_stride, float* out,          \
+                        std::size_t ldo, std::byte* work) const;                                             \
+    };                                                                                                       \
+    template <class A>                                                                                       \
+    void gemm_##T<A>::operator()(std::int64_t k, std::int64_t m, std::int64_t n, const quant::block_##T* x,  \
+                                 std::size_t x_stride, const std::byte* y, std::size_t y_stride, float* out, \
+                                 std::size_t ldo, std::byte* work) const {                                   \
+        qdetail::qgemm<A>(k, m, n, x, x_stride, y, y_stride, out, ldo, work, A{});                           \
+    }                                                                                                        \
+    TESSERA_KERNEL(gemm_##T)
+
+TESSERA_QGEMM_KERNEL_(q4_0);
+TESSERA_QGEMM_KERNEL_(q8_0);
+#undef TESSERA_QGEMM_KERNEL_
+
+}  // namespace kernels
+TESSERA_END_NAMESPACE
