@@ -87,3 +87,79 @@ TEST_CASE("stories260K: greedy tokens and first logits equal llama.cpp's") {
         }
     }
 }
+
+namespace {
+
+// Perplexity of a token sequence: exp(mean over i >= 1 of -log p(t_i | t_<i)), from
+// one batched pass with every token's logits (log-softmax in double).
+double perplexity(models::llama_model& m, const std::vector<std::int32_t>& toks) {
+    m.reset();
+    const auto logits = m.eval(toks, true);
+    const auto V = static_cast<std::size_t>(m.n_vocab());
+    double nll = 0;
+    for (std::size_t i = 0; i + 1 < toks.size(); ++i) {
+        const float* l = logits.data() + i * V;
+        double mx = l[0];
+        for (std::size_t j = 1; j < V; ++j) mx = std::max(mx, static_cast<double>(l[j]));
+        double s = 0;
+        for (std::size_t j = 0; j < V; ++j) s += std::exp(l[j] - mx);
+        nll -= l[static_cast<std::size_t>(toks[i + 1])] - mx - std::log(s);
+    }
+    return std::exp(nll / static_cast<double>(toks.size() - 1));
+}
+
+}  // namespace
+
+TEST_CASE("stories260K quantized by llama-quantize: greedy tokens and perplexity against f32") {
+    const std::string model = model_test::data_file("models/stories260K.gguf");
+    const std::string gold = model_test::data_file("goldens/stories260K-greedy.jsonl");
+    if (model.empty() || gold.empty() || model_test::data_file("models-quantized/stories260K-q8_0.gguf").empty()) {
+        MESSAGE("SKIP: TESSERA_SHARED_DATA lacks stories260K, its goldens or models-quantized/");
+        return;
+    }
+    const auto cases = model_test::load_greedy(gold);
+    // the fixed text: every prompt followed by llama.cpp's greedy continuation
+    std::vector<std::int32_t> text;
+    for (const auto& gc : cases) {
+        text.insert(text.end(), gc.prompt_ids.begin(), gc.prompt_ids.end());
+        text.insert(text.end(), gc.greedy_ids.begin(), gc.greedy_ids.end());
+    }
+    models::llama_options o;
+    o.n_threads = 2;
+    o.n_ctx = 256;
+    models::llama_model f32 = models::llama_model::load(model, o);
+    const double ppl_f32 = perplexity(f32, text);
+    MESSAGE("f32: perplexity " << ppl_f32 << " over " << text.size() << " tokens");
+    // type, greedy tokens of the 3 prompts that must equal llama.cpp's f32 ones (at least),
+    // the perplexity ratio bound
+    struct qcase {
+        const char* file;
+        std::size_t min_equal_tokens;
+        double max_ppl_ratio;
+    };
+    // (measured: f16 144 tokens, ratio 1.0001; q8_0 136, 0.9995; q6_K 136, 1.002; q5_1 70,
+    // 1.016; q5_0 105, 1.014; q4_K_M 84, 1.008; q4_1 40, 1.019; q4_0 46, 1.073)
+    for (const qcase q : {qcase{"f16", 144, 1.001}, qcase{"q8_0", 120, 1.01}, qcase{"q6_K", 120, 1.01},
+                          qcase{"q5_1", 50, 1.03}, qcase{"q5_0", 80, 1.03}, qcase{"q4_K_M", 60, 1.03},
+                          qcase{"q4_1", 25, 1.05}, qcase{"q4_0", 30, 1.12}}) {
+        CAPTURE(q.file);
+        const std::string path = model_test::data_file(std::string("models-quantized/stories260K-") + q.file + ".gguf");
+        REQUIRE_FALSE(path.empty());
+        models::llama_model m = models::llama_model::load(path, o);
+        std::size_t equal = 0, total = 0, full = 0;
+        for (const auto& gc : cases) {
+            const run_result r = run_greedy(m, gc.prompt, gc.greedy_ids.size());
+            std::size_t same = 0;  // the common prefix: after the first difference the texts diverge
+            while (same < r.greedy.size() && same < gc.greedy_ids.size() && r.greedy[same] == gc.greedy_ids[same]) ++same;
+            equal += same;
+            total += gc.greedy_ids.size();
+            full += same == gc.greedy_ids.size();
+        }
+        const double ppl = perplexity(m, text);
+        MESSAGE(std::string(q.file) << ": " << full << " of " << cases.size() << " prompts fully equal, " << equal << " of " << total
+                       << " greedy tokens before the first difference; perplexity " << ppl << " (" << ppl / ppl_f32 << " x f32)");
+        CHECK(equal >= q.min_equal_tokens);
+        if (std::string(q.file) == "q8_0") CHECK(full >= 2);  // most prompts exactly as llama.cpp's f32
+        CHECK(ppl / ppl_f32 < q.max_ppl_ratio);
+    }
+}
