@@ -9,6 +9,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -123,7 +124,11 @@ TEST_CASE("quantize_model: stories260K to q8_0, q4_0, q4_K") {
 
         // tensor types follow the rules; quantized bytes equal quant::quantize of the input
         REQUIRE(q.tensors().size() == in.tensors().size());
-        std::size_t checked_bytes = 0;
+        std::size_t checked_bytes = 0, same_as_llama_cpp = 0;
+        const std::string lc_path = model_test::data_file("models-quantized/stories260K-" +
+                                                          std::string(tg.t == type_id::q4_K ? "q4_K_M" : type_name(tg.t)) + ".gguf");
+        std::optional<gguf::file> llama_cpp;
+        if (!lc_path.empty()) llama_cpp.emplace(gguf::file::open(lc_path));
         for (const auto& ti : in.tensors()) {
             CAPTURE(ti.name);
             const auto& to = q.tensor(ti.name);
@@ -132,7 +137,7 @@ TEST_CASE("quantize_model: stories260K to q8_0, q4_0, q4_K") {
             type_id want = ti.type;
             if (ti.n_dims == 2 && ends_with_weight(ti.name)) {
                 if (ti.ne[0] % block_size(tg.t) == 0) want = tg.t;
-                else if (tg.t == type_id::q4_K && ti.ne[0] % 32 == 0) want = type_id::q5_0;
+                else if (tg.t == type_id::q4_K) want = ti.ne[0] % 32 == 0 ? type_id::q5_0 : type_id::f16;
             }
             CHECK(type_name(to.type) == type_name(want));
             if (to.type == ti.type) {
@@ -141,6 +146,19 @@ TEST_CASE("quantize_model: stories260K to q8_0, q4_0, q4_K") {
                 continue;
             }
             REQUIRE(ti.type == type_id::f32);
+            if (llama_cpp) {
+                // llama.cpp's own file: same type -> the same bytes (its mixture rules give
+                // output.weight q8_0 in q4_0 and q4_K_M, and attn_v q8_0 in some q4_K_M blocks)
+                const auto* lt = llama_cpp->find_tensor(ti.name);
+                REQUIRE(lt != nullptr);
+                if (lt->type == to.type) {
+                    CHECK((lt->size_bytes == to.size_bytes &&
+                           std::memcmp(lt->data, to.data, static_cast<std::size_t>(to.size_bytes)) == 0));
+                    ++same_as_llama_cpp;
+                } else {
+                    CHECK((tg.t != type_id::q8_0 && (ti.name == "output.weight" || ti.name.find("attn_v") != std::string::npos)));
+                }
+            }
             const std::int64_t npr = ti.ne[0], nrows = ti.n_elements() / npr;
             std::vector<std::byte> ref(static_cast<std::size_t>(nrows * row_size(to.type, npr)));
             const auto n = quant::quantize(to.type, reinterpret_cast<const float*>(ti.data), ref.data(), nrows, npr);
@@ -149,6 +167,11 @@ TEST_CASE("quantize_model: stories260K to q8_0, q4_0, q4_K") {
             checked_bytes += n;
         }
         CHECK(checked_bytes > 0);
+        if (llama_cpp) {
+            MESSAGE(type_name(tg.t) << ": " << same_as_llama_cpp << " converted tensors byte-equal to llama.cpp's file");
+            CHECK(same_as_llama_cpp + 1 >= st.n_quantized - (tg.t == type_id::q4_K ? 2 : 0));
+            if (tg.t == type_id::q8_0) CHECK(same_as_llama_cpp == st.n_quantized);
+        }
 
         // the quantized model runs: greedy tokens against llama.cpp's f32 goldens, perplexity
         models::llama_model m = models::llama_model::load(out, lo);

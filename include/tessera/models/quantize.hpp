@@ -7,7 +7,11 @@
 //   - when a tensor's row length (ne[0]) is not a multiple of the target's block size,
 //     K-quants and iq4_xs fall back as llama.cpp does (q2_K, q3_K, iq4_xs -> iq4_nl;
 //     q4_K -> q5_0; q5_K -> q5_1; q6_K -> q8_0); if the fallback does not fit either,
-//     or the target is not a K-quant, the tensor keeps its input type.
+//     an f32 tensor becomes f16 (llama.cpp's last resort) and an f16/bf16 one is kept;
+//     for the other targets (q4_0, q8_0, ...) a tensor that does not fit keeps its type.
+//   - unlike llama-quantize, there are no per-tensor mixture rules (output.weight to
+//     q6_K, attn_v a step up in _M types, ...): every fitting weight gets the one type
+//     (what llama-quantize --pure does).
 //   - f32, f16 and bf16 inputs are dequantized to f32 and quantized; inputs already in a
 //     quantized type are refused (errc::unsupported) unless allow_requantize.
 #pragma once
@@ -125,6 +129,10 @@ inline type_id choose_type(const gguf::tensor_info& t, type_id target, bool& fel
     if (fb != target && t.ne[0] % block_size(fb) == 0) {
         fell_back = true;
         return fb;
+    }
+    if (fb != target && t.type == type_id::f32) {
+        fell_back = true;
+        return type_id::f16;
     }
     return t.type;
 }
