@@ -91,7 +91,12 @@ TEST_CASE("quantize_model: stories260K to q8_0, q4_0, q4_K") {
     {
         models::llama_model m = models::llama_model::load(model, lo);
         ppl_f32 = perplexity(m, cases);
-        MESSAGE("perplexity f32: " << ppl_f32);
+        std::string counts;
+        for (const auto& gc : cases) {
+            const std::size_t same = greedy_matches(m, gc);
+            counts += " " + std::to_string(same) + "/" + std::to_string(gc.greedy_ids.size());
+        }
+        MESSAGE("f32: greedy prefix matches" << counts << "; perplexity " << ppl_f32);
     }
 
     struct target {
