@@ -185,7 +185,7 @@ inline quantize_stats quantize_model(const std::string& in_path, const std::stri
         } else {
             if (is_quantized(t.type) && !o.allow_requantize)
                 fail(errc::unsupported, "quantize_model: " + detail::tensor_label(t) +
-                                            " is already quantized (set allow_requantize to requantize it)");
+                                            " is already quantized (allow_requantize, or --allow-requantize on the command line, converts it again)");
             if (!quant::can_dequantize(t.type))
                 fail(errc::unsupported, "quantize_model: " + detail::tensor_label(t) + ": cannot read this type");
             const std::int64_t n_per_row = t.ne[0];
