@@ -1,7 +1,7 @@
 // quantize: converts a GGUF model's weight matrices to one quantized type, as
 // llama.cpp's llama-quantize does (see docs/quantize.md for which tensors are kept).
 //
-//   quantize [-t threads] [--allow-requantize] in.gguf out.gguf TYPE
+//   quantize [--imatrix file.gguf] [-t threads] [--allow-requantize] in.gguf out.gguf TYPE
 //
 // TYPE: q4_0 q4_1 q5_0 q5_1 q8_0 q2_K q3_K q4_K q5_K q6_K iq4_nl iq4_xs f16 bf16 f32
 // (any case; Q3_K_M, Q4_K_M, Q5_K_M name q3_K, q4_K, q5_K). One line per tensor and
@@ -13,6 +13,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "tessera/models/quantize.hpp"
@@ -22,12 +23,12 @@ namespace {
 using namespace tessera;
 
 constexpr const char* usage_text =
-    "usage: quantize [-t threads] [--allow-requantize] in.gguf out.gguf TYPE\n"
+    "usage: quantize [--imatrix file.gguf] [-t threads] [--allow-requantize] in.gguf out.gguf TYPE\n"
     "  TYPE: q4_0 q4_1 q5_0 q5_1 q8_0 q2_K q3_K q4_K q5_K q6_K iq4_nl iq4_xs f16 bf16 f32\n"
     "        (case-insensitive; Q3_K_M, Q4_K_M, Q5_K_M are q3_K, q4_K, q5_K)\n"
     "  -t, --threads N       threads (default 1)\n"
     "  --allow-requantize    accept inputs whose weights are already quantized\n"
-    "  --imatrix FILE        not supported yet (importance weights go through the API)\n"
+    "  --imatrix FILE        importance matrix of llama-imatrix (GGUF format; not the legacy .dat)\n"
     "  -h, --help            this text\n";
 
 [[noreturn]] void usage_error(const std::string& msg) {
@@ -56,6 +57,8 @@ std::optional<type_id> parse_type(std::string s) {
 int main(int argc, char** argv) {
     std::vector<std::string> pos;
     models::quantize_options o;
+    std::string imatrix_path;
+    std::unordered_map<std::string, std::vector<float>> imatrix;
     for (int i = 1; i < argc; ++i) {
         const std::string_view a = argv[i];
         if (a == "-h" || a == "--help") {
@@ -71,7 +74,8 @@ int main(int argc, char** argv) {
         } else if (a == "--allow-requantize") {
             o.allow_requantize = true;
         } else if (a == "--imatrix") {
-            usage_error("--imatrix files are not supported yet");
+            if (i + 1 >= argc) usage_error("--imatrix needs a file");
+            imatrix_path = argv[++i];
         } else if (a.size() > 1 && a[0] == '-') {
             usage_error("unknown option '" + std::string(a) + "'");
         } else {
@@ -83,6 +87,11 @@ int main(int argc, char** argv) {
     if (!t) usage_error("unknown type '" + pos[2] + "'");
     o.type = *t;
     try {
+        if (!imatrix_path.empty()) {
+            imatrix = models::load_imatrix_gguf(imatrix_path);
+            std::fprintf(stderr, "quantize: %zu importance vectors from '%s'\n", imatrix.size(), imatrix_path.c_str());
+            o.imatrix = &imatrix;
+        }
         const models::quantize_stats st = models::quantize_model(pos[0], pos[1], o);
         for (const auto& r : st.tensors) {
             std::string shape = "[";

@@ -284,3 +284,57 @@ TEST_CASE("quantize_model: bad inputs are refused with clear errors") {
     }
     std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("load_imatrix_gguf: llama-imatrix's GGUF format, used by quantize_model") {
+    const std::string dir = temp_dir();
+    std::vector<float> sums(64), counts{4.0f};
+    for (int j = 0; j < 64; ++j) sums[static_cast<std::size_t>(j)] = static_cast<float>((j * 37) % 11 + 1);
+    const auto as_bytes = [](const std::vector<float>& v) {
+        return std::span<const std::byte>(reinterpret_cast<const std::byte*>(v.data()), v.size() * sizeof(float));
+    };
+    {
+        gguf::writer w;
+        w.set<std::uint32_t>("imatrix.chunk_count", 1);
+        w.add_tensor("blk.0.attn_q.weight.in_sum2", type_id::f32, {64, 1}, as_bytes(sums));
+        w.add_tensor("blk.0.attn_q.weight.counts", type_id::f32, {1, 1}, as_bytes(counts));
+        w.write_to_file(dir + "/imatrix.gguf");
+    }
+    const auto im = models::load_imatrix_gguf(dir + "/imatrix.gguf");
+    REQUIRE(im.size() == 1);
+    const auto& v = im.at("blk.0.attn_q.weight");
+    REQUIRE(v.size() == 64);
+    for (std::size_t j = 0; j < 64; ++j) CHECK(v[j] == sums[j] / 4.0f);
+    {
+        gguf::writer w;
+        w.add_tensor("x.weight.in_sum2", type_id::f32, {64, 1}, as_bytes(sums));
+        w.write_to_file(dir + "/bad-imatrix.gguf");
+        try {
+            (void)models::load_imatrix_gguf(dir + "/bad-imatrix.gguf");
+            FAIL("no error");
+        } catch (const tessera::error& e) {
+            CHECK(std::string(e.what()).find("x.weight.counts") != std::string::npos);
+        }
+    }
+    const std::string model = model_test::data_file("models/stories260K.gguf");
+    if (model.empty()) {
+        MESSAGE("SKIP (quantize part): TESSERA_SHARED_DATA lacks models/stories260K.gguf");
+    } else {
+        models::quantize_options qo;
+        qo.type = type_id::q4_K;  // rows of 64: q5_0 (with importance weights)
+        qo.imatrix = &im;
+        const auto st = models::quantize_model(model, dir + "/out.gguf", qo);
+        std::size_t used = 0;
+        for (const auto& r : st.tensors) used += r.used_imatrix ? 1 : 0;
+        CHECK(used == 1);
+        const gguf::file src = gguf::file::open(model), f = gguf::file::open(dir + "/out.gguf");
+        const auto& s = src.tensor("blk.0.attn_q.weight");
+        const auto& t = f.tensor("blk.0.attn_q.weight");
+        CHECK(type_name(t.type) == "q5_0");
+        std::vector<std::byte> ref(t.size_bytes), plain(t.size_bytes);
+        quant::quantize(type_id::q5_0, reinterpret_cast<const float*>(s.data), ref.data(), s.ne[1], s.ne[0], v.data());
+        quant::quantize(type_id::q5_0, reinterpret_cast<const float*>(s.data), plain.data(), s.ne[1], s.ne[0]);
+        CHECK(std::memcmp(ref.data(), t.data, ref.size()) == 0);
+        CHECK(std::memcmp(plain.data(), t.data, plain.size()) != 0);  // the weights made a difference
+    }
+    std::filesystem::remove_all(dir);
+}
