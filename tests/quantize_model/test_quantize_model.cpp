@@ -1,0 +1,340 @@
+// models::quantize_model (llama-quantize's job) on stories260K: which tensors are
+// quantized and which kept, byte-exact quantized data against quant::quantize of the
+// input, metadata copied, general.file_type set; greedy generation and perplexity of
+// the quantized models against llama.cpp's goldens and the f32 model; bad inputs.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <unistd.h>
+
+#include "model_data.hpp"
+#include "tessera/models/llama.hpp"
+#include "tessera/models/quantize.hpp"
+#include "tessera/models/sampling.hpp"
+
+using namespace tessera;
+
+namespace {
+
+std::string temp_dir() {
+    const auto d = std::filesystem::temp_directory_path() /
+                   ("tessera-quantize-test-" + std::to_string(static_cast<long long>(::getpid())));
+    std::filesystem::create_directories(d);
+    return d.string();
+}
+
+std::size_t greedy_matches(models::llama_model& m, const model_test::greedy_case& gc) {
+    m.reset();
+    std::vector<std::int32_t> toks(gc.prompt_ids.begin(), gc.prompt_ids.end());
+    std::vector<float> logits = m.eval(toks);
+    std::size_t same = 0;
+    for (std::size_t i = 0; i < gc.greedy_ids.size(); ++i) {
+        const std::int32_t next = models::argmax(logits);
+        if (next != gc.greedy_ids[i]) break;  // count the common prefix
+        ++same;
+        if (m.tokenizer().get_vocab().is_eog(next)) break;
+        logits = m.eval(std::span<const std::int32_t>(&next, 1));
+    }
+    return same;
+}
+
+// exp(mean negative log-likelihood) of every token after the first, over the texts.
+double perplexity(models::llama_model& m, const std::vector<model_test::greedy_case>& cases) {
+    double nll = 0;
+    std::size_t n = 0;
+    const auto nv = static_cast<std::size_t>(m.n_vocab());
+    for (const auto& gc : cases) {
+        std::vector<std::int32_t> toks(gc.prompt_ids.begin(), gc.prompt_ids.end());
+        toks.insert(toks.end(), gc.greedy_ids.begin(), gc.greedy_ids.end());
+        m.reset();
+        const std::vector<float> lg = m.eval(toks, true);
+        for (std::size_t i = 0; i + 1 < toks.size(); ++i) {
+            const float* l = lg.data() + i * nv;
+            double mx = l[0];
+            for (std::size_t k = 1; k < nv; ++k) mx = std::max(mx, static_cast<double>(l[k]));
+            double s = 0;
+            for (std::size_t k = 0; k < nv; ++k) s += std::exp(static_cast<double>(l[k]) - mx);
+            nll += -(static_cast<double>(l[static_cast<std::size_t>(toks[i + 1])]) - mx - std::log(s));
+            ++n;
+        }
+    }
+    return std::exp(nll / static_cast<double>(n));
+}
+
+bool ends_with_weight(const std::string& s) { return s.size() >= 6 && s.substr(s.size() - 6) == "weight"; }
+
+}  // namespace
+
+TEST_CASE("quantize_model: stories260K to q8_0, q4_0, q4_K") {
+    const std::string model = model_test::data_file("models/stories260K.gguf");
+    const std::string gold = model_test::data_file("goldens/stories260K-greedy.jsonl");
+    if (model.empty() || gold.empty()) {
+        MESSAGE("SKIP: TESSERA_SHARED_DATA lacks models/stories260K.gguf or goldens/stories260K-greedy.jsonl");
+        return;
+    }
+    const auto cases = model_test::load_greedy(gold);
+    REQUIRE(cases.size() >= 3);
+    const std::string dir = temp_dir();
+    const gguf::file in = gguf::file::open(model);
+
+    models::llama_options lo;
+    lo.n_ctx = 128;
+    double ppl_f32 = 0;
+    {
+        models::llama_model m = models::llama_model::load(model, lo);
+        ppl_f32 = perplexity(m, cases);
+        std::string counts;
+        for (const auto& gc : cases) {
+            const std::size_t same = greedy_matches(m, gc);
+            counts += " " + std::to_string(same) + "/" + std::to_string(gc.greedy_ids.size());
+        }
+        MESSAGE("f32: greedy prefix matches" << counts << "; perplexity " << ppl_f32);
+    }
+
+    struct target {
+        type_id t;
+        std::uint32_t ftype;
+    };
+    for (const target tg : {target{type_id::q8_0, 7}, target{type_id::q4_0, 2}, target{type_id::q4_K, 15}}) {
+        CAPTURE(type_name(tg.t));
+        const std::string out = dir + "/stories260K-" + std::string(type_name(tg.t)) + ".gguf";
+        models::quantize_options qo;
+        qo.type = tg.t;
+        qo.n_threads = 2;
+        const models::quantize_stats st = models::quantize_model(model, out, qo);
+        CHECK(st.n_quantized + st.n_kept == in.tensors().size());
+        CHECK(st.n_quantized > 0);
+        CHECK(st.bytes_out < st.bytes_in);
+
+        const gguf::file q = gguf::file::open(out);
+        // metadata: every key copied with its bytes, except the two the quantizer sets
+        for (const auto& e : in.meta()) {
+            CAPTURE(e.key);
+            REQUIRE(q.meta().contains(e.key));
+            if (e.key == "general.file_type" || e.key == "general.quantization_version") continue;
+            const auto a = e.val.payload(), b = q.meta().at(e.key).payload();
+            CHECK(e.val.type() == q.meta().at(e.key).type());
+            CHECK((a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size()) == 0));
+        }
+        CHECK(q.meta().get<std::uint32_t>("general.file_type") == tg.ftype);
+        CHECK(q.meta().get<std::uint32_t>("general.quantization_version") == 2);
+
+        // tensor types follow the rules; quantized bytes equal quant::quantize of the input
+        REQUIRE(q.tensors().size() == in.tensors().size());
+        std::size_t checked_bytes = 0, same_as_llama_cpp = 0;
+        const std::string lc_path = model_test::data_file("models-quantized/stories260K-" +
+                                                          std::string(tg.t == type_id::q4_K ? "q4_K_M" : type_name(tg.t)) + ".gguf");
+        std::optional<gguf::file> llama_cpp;
+        if (!lc_path.empty()) llama_cpp.emplace(gguf::file::open(lc_path));
+        for (const auto& ti : in.tensors()) {
+            CAPTURE(ti.name);
+            const auto& to = q.tensor(ti.name);
+            CHECK(to.ne == ti.ne);
+            CHECK(to.n_dims == ti.n_dims);
+            type_id want = ti.type;
+            if (ti.n_dims == 2 && ends_with_weight(ti.name)) {
+                if (ti.ne[0] % block_size(tg.t) == 0) want = tg.t;
+                else if (tg.t == type_id::q4_K) want = ti.ne[0] % 32 == 0 ? type_id::q5_0 : type_id::f16;
+            }
+            CHECK(type_name(to.type) == type_name(want));
+            if (to.type == ti.type) {
+                CHECK((to.size_bytes == ti.size_bytes &&
+                       std::memcmp(to.data, ti.data, static_cast<std::size_t>(ti.size_bytes)) == 0));
+                continue;
+            }
+            REQUIRE(ti.type == type_id::f32);
+            if (llama_cpp) {
+                // llama.cpp's own file: same type -> the same bytes (its mixture rules give
+                // output.weight q8_0 in q4_0 and q4_K_M, and attn_v q8_0 in some q4_K_M blocks)
+                const auto* lt = llama_cpp->find_tensor(ti.name);
+                REQUIRE(lt != nullptr);
+                if (lt->type == to.type) {
+                    CHECK((lt->size_bytes == to.size_bytes &&
+                           std::memcmp(lt->data, to.data, static_cast<std::size_t>(to.size_bytes)) == 0));
+                    ++same_as_llama_cpp;
+                } else {
+                    CHECK((tg.t != type_id::q8_0 && (ti.name == "output.weight" || ti.name.find("attn_v") != std::string::npos)));
+                }
+            }
+            const std::int64_t npr = ti.ne[0], nrows = ti.n_elements() / npr;
+            std::vector<std::byte> ref(static_cast<std::size_t>(nrows * row_size(to.type, npr)));
+            const auto n = quant::quantize(to.type, reinterpret_cast<const float*>(ti.data), ref.data(), nrows, npr);
+            REQUIRE(n == to.size_bytes);
+            CHECK(std::memcmp(ref.data(), to.data, n) == 0);
+            checked_bytes += n;
+        }
+        CHECK(checked_bytes > 0);
+        if (llama_cpp) {
+            MESSAGE(type_name(tg.t) << ": " << same_as_llama_cpp << " converted tensors byte-equal to llama.cpp's file");
+            CHECK(same_as_llama_cpp + 1 >= st.n_quantized - (tg.t == type_id::q4_K ? 2 : 0));
+            if (tg.t == type_id::q8_0) CHECK(same_as_llama_cpp == st.n_quantized);
+        }
+
+        // the quantized model runs: greedy tokens against llama.cpp's f32 goldens, perplexity
+        models::llama_model m = models::llama_model::load(out, lo);
+        std::size_t full = 0;
+        std::string counts;
+        for (const auto& gc : cases) {
+            const std::size_t same = greedy_matches(m, gc);
+            counts += " " + std::to_string(same) + "/" + std::to_string(gc.greedy_ids.size());
+            if (same == gc.greedy_ids.size()) ++full;
+        }
+        const double ppl = perplexity(m, cases);
+        MESSAGE(type_name(tg.t) << ": greedy prefix matches" << counts << "; perplexity " << ppl << " (f32 "
+                                << ppl_f32 << ", ratio " << ppl / ppl_f32 << ")");
+        if (tg.t == type_id::q8_0) {
+            CHECK(full * 3 >= cases.size() * 2);  // >= 2 of 3 prompts fully equal
+            CHECK(ppl < ppl_f32 * 1.02);
+        } else {
+            CHECK(ppl < ppl_f32 * 1.15);
+        }
+        std::filesystem::remove(out);
+    }
+    std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("quantize_model: bad inputs are refused with clear errors") {
+    const std::string dir = temp_dir();
+    models::quantize_options qo;
+    qo.type = type_id::q8_0;
+    // a missing file
+    CHECK_THROWS_AS(models::quantize_model(dir + "/no-such.gguf", dir + "/out.gguf", qo), tessera::error);
+    // a file that is not GGUF
+    {
+        std::ofstream(dir + "/not.gguf") << "this is not a gguf file at all";
+        CHECK_THROWS_AS(models::quantize_model(dir + "/not.gguf", dir + "/out.gguf", qo), tessera::error);
+    }
+    // a type that cannot be written
+    {
+        models::quantize_options bad = qo;
+        bad.type = type_id::iq2_xxs;
+        try {
+            models::quantize_model(dir + "/not.gguf", dir + "/out.gguf", bad);
+            FAIL("no error");
+        } catch (const tessera::error& e) {
+            CHECK(e.code() == errc::unsupported);
+            CHECK(std::string(e.what()).find("iq2_xxs") != std::string::npos);
+        }
+        bad.type = type_id::q8_0;
+        bad.n_threads = 0;
+        CHECK_THROWS_AS(models::quantize_model(dir + "/not.gguf", dir + "/out.gguf", bad), tessera::error);
+    }
+    // an already quantized input: refused, naming the tensor; accepted with allow_requantize
+    const std::string q8 = model_test::data_file("models-quantized/stories260K-q8_0.gguf");
+    if (q8.empty()) {
+        MESSAGE("SKIP (requantize part): TESSERA_SHARED_DATA lacks models-quantized/stories260K-q8_0.gguf");
+    } else {
+        models::quantize_options q4;
+        q4.type = type_id::q4_0;
+        try {
+            models::quantize_model(q8, dir + "/out.gguf", q4);
+            FAIL("no error");
+        } catch (const tessera::error& e) {
+            const std::string w = e.what();
+            CHECK(e.code() == errc::unsupported);
+            CHECK(w.find("already quantized") != std::string::npos);
+            CHECK(w.find("q8_0") != std::string::npos);
+            CHECK(w.find("weight") != std::string::npos);
+        }
+        CHECK(!std::filesystem::exists(dir + "/out.gguf"));
+        q4.allow_requantize = true;
+        const auto st = models::quantize_model(q8, dir + "/out.gguf", q4);
+        CHECK(st.n_quantized > 0);
+        const gguf::file f = gguf::file::open(dir + "/out.gguf");
+        for (const auto& t : f.tensors())
+            if (t.n_dims == 2 && t.ne[0] % 32 == 0) CHECK(type_name(t.type) == "q4_0");
+    }
+    // an imatrix of the wrong length names the tensor
+    const std::string model = model_test::data_file("models/stories260K.gguf");
+    if (!model.empty()) {
+        std::unordered_map<std::string, std::vector<float>> im{{"blk.0.attn_q.weight", std::vector<float>(3, 1.0f)}};
+        models::quantize_options qi;
+        qi.type = type_id::q4_K;
+        qi.imatrix = &im;
+        try {
+            models::quantize_model(model, dir + "/out2.gguf", qi);
+            FAIL("no error");
+        } catch (const tessera::error& e) {
+            CHECK(std::string(e.what()).find("blk.0.attn_q.weight") != std::string::npos);
+        }
+        // a correct imatrix changes the q4_0 data of that tensor and nothing else
+        im["blk.0.attn_q.weight"] = std::vector<float>(64, 1.0f);
+        im["blk.0.attn_q.weight"][0] = 100.0f;
+        qi.type = type_id::q4_0;
+        const auto st = models::quantize_model(model, dir + "/out2.gguf", qi);
+        std::size_t used = 0;
+        for (const auto& r : st.tensors) used += r.used_imatrix ? 1 : 0;
+        CHECK(used == 1);
+        const gguf::file f = gguf::file::open(dir + "/out2.gguf");
+        const auto& t = f.tensor("blk.0.attn_q.weight");
+        const gguf::file src = gguf::file::open(model);
+        const auto& s = src.tensor("blk.0.attn_q.weight");
+        std::vector<std::byte> ref(t.size_bytes);
+        quant::quantize(type_id::q4_0, reinterpret_cast<const float*>(s.data), ref.data(), s.ne[1], s.ne[0],
+                        im["blk.0.attn_q.weight"].data());
+        CHECK(std::memcmp(ref.data(), t.data, ref.size()) == 0);
+    }
+    std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("load_imatrix_gguf: llama-imatrix's GGUF format, used by quantize_model") {
+    const std::string dir = temp_dir();
+    std::vector<float> sums(64), counts{4.0f};
+    for (int j = 0; j < 64; ++j) sums[static_cast<std::size_t>(j)] = static_cast<float>((j * 37) % 11 + 1);
+    const auto as_bytes = [](const std::vector<float>& v) {
+        return std::span<const std::byte>(reinterpret_cast<const std::byte*>(v.data()), v.size() * sizeof(float));
+    };
+    {
+        gguf::writer w;
+        w.set<std::uint32_t>("imatrix.chunk_count", 1);
+        w.add_tensor("blk.0.attn_q.weight.in_sum2", type_id::f32, {64, 1}, as_bytes(sums));
+        w.add_tensor("blk.0.attn_q.weight.counts", type_id::f32, {1, 1}, as_bytes(counts));
+        w.write_to_file(dir + "/imatrix.gguf");
+    }
+    const auto im = models::load_imatrix_gguf(dir + "/imatrix.gguf");
+    REQUIRE(im.size() == 1);
+    const auto& v = im.at("blk.0.attn_q.weight");
+    REQUIRE(v.size() == 64);
+    for (std::size_t j = 0; j < 64; ++j) CHECK(v[j] == sums[j] / 4.0f);
+    {
+        gguf::writer w;
+        w.add_tensor("x.weight.in_sum2", type_id::f32, {64, 1}, as_bytes(sums));
+        w.write_to_file(dir + "/bad-imatrix.gguf");
+        try {
+            (void)models::load_imatrix_gguf(dir + "/bad-imatrix.gguf");
+            FAIL("no error");
+        } catch (const tessera::error& e) {
+            CHECK(std::string(e.what()).find("x.weight.counts") != std::string::npos);
+        }
+    }
+    const std::string model = model_test::data_file("models/stories260K.gguf");
+    if (model.empty()) {
+        MESSAGE("SKIP (quantize part): TESSERA_SHARED_DATA lacks models/stories260K.gguf");
+    } else {
+        models::quantize_options qo;
+        qo.type = type_id::q4_K;  // rows of 64: q5_0 (with importance weights)
+        qo.imatrix = &im;
+        const auto st = models::quantize_model(model, dir + "/out.gguf", qo);
+        std::size_t used = 0;
+        for (const auto& r : st.tensors) used += r.used_imatrix ? 1 : 0;
+        CHECK(used == 1);
+        const gguf::file src = gguf::file::open(model), f = gguf::file::open(dir + "/out.gguf");
+        const auto& s = src.tensor("blk.0.attn_q.weight");
+        const auto& t = f.tensor("blk.0.attn_q.weight");
+        CHECK(type_name(t.type) == "q5_0");
+        std::vector<std::byte> ref(t.size_bytes), plain(t.size_bytes);
+        quant::quantize(type_id::q5_0, reinterpret_cast<const float*>(s.data), ref.data(), s.ne[1], s.ne[0], v.data());
+        quant::quantize(type_id::q5_0, reinterpret_cast<const float*>(s.data), plain.data(), s.ne[1], s.ne[0]);
+        CHECK(std::memcmp(ref.data(), t.data, ref.size()) == 0);
+        CHECK(std::memcmp(plain.data(), t.data, plain.size()) != 0);  // the weights made a difference
+    }
+    std::filesystem::remove_all(dir);
+}
