@@ -1,7 +1,7 @@
 // quantize: converts a GGUF model's weight matrices to one quantized type, as
 // llama.cpp's llama-quantize does (see docs/quantize.md for which tensors are kept).
 //
-//   quantize [--imatrix file.gguf] [-t threads] [--allow-requantize] in.gguf out.gguf TYPE
+//   quantize [--imatrix file.gguf] [-t threads] [--allow-requantize] [--pure] in.gguf out.gguf TYPE
 //
 // TYPE: q4_0 q4_1 q5_0 q5_1 q8_0 q2_K q3_K q4_K q5_K q6_K iq4_nl iq4_xs f16 bf16 f32
 // (any case; Q3_K_M, Q4_K_M, Q5_K_M name q3_K, q4_K, q5_K). One line per tensor and
@@ -23,11 +23,12 @@ namespace {
 using namespace tessera;
 
 constexpr const char* usage_text =
-    "usage: quantize [--imatrix file.gguf] [-t threads] [--allow-requantize] in.gguf out.gguf TYPE\n"
+    "usage: quantize [--imatrix file.gguf] [-t threads] [--allow-requantize] [--pure] in.gguf out.gguf TYPE\n"
     "  TYPE: q4_0 q4_1 q5_0 q5_1 q8_0 q2_K q3_K q4_K q5_K q6_K iq4_nl iq4_xs f16 bf16 f32\n"
     "        (case-insensitive; Q3_K_M, Q4_K_M, Q5_K_M are q3_K, q4_K, q5_K)\n"
     "  -t, --threads N       threads (default 1)\n"
     "  --allow-requantize    accept inputs whose weights are already quantized\n"
+    "  --pure                every fitting weight in TYPE (no q6_K/q8_0 output projection)\n"
     "  --imatrix FILE        importance matrix of llama-imatrix (GGUF format; not the legacy .dat)\n"
     "  -h, --help            this text\n";
 
@@ -73,6 +74,8 @@ int main(int argc, char** argv) {
             o.n_threads = static_cast<int>(n);
         } else if (a == "--allow-requantize") {
             o.allow_requantize = true;
+        } else if (a == "--pure") {
+            o.pure = true;
         } else if (a == "--imatrix") {
             if (i + 1 >= argc) usage_error("--imatrix needs a file");
             imatrix_path = argv[++i];

@@ -5,5 +5,6 @@
 
 #include "tessera/models/hparams.hpp"
 #include "tessera/models/llama.hpp"
+#include "tessera/models/quantize.hpp"
 #include "tessera/models/random.hpp"
 #include "tessera/models/sampling.hpp"

@@ -9,9 +9,11 @@
 //     q4_K -> q5_0; q5_K -> q5_1; q6_K -> q8_0); if the fallback does not fit either,
 //     an f32 tensor becomes f16 (llama.cpp's last resort) and an f16/bf16 one is kept;
 //     for the other targets (q4_0, q8_0, ...) a tensor that does not fit keeps its type.
-//   - unlike llama-quantize, there are no per-tensor mixture rules (output.weight to
-//     q6_K, attn_v a step up in _M types, ...): every fitting weight gets the one type
-//     (what llama-quantize --pure does).
+//   - the output projection (output.weight, or token_embd.weight when the file has no
+//     output.weight) is written as q6_K (falling back to q8_0) for every quantized
+//     target but q8_0, as llama-quantize does; `pure` turns that off. The other
+//     per-tensor mixture rules of llama-quantize's _M/_S types (attn_v, ffn_down a step
+//     up) are not applied.
 //   - f32, f16 and bf16 inputs are dequantized to f32 and quantized; inputs already in a
 //     quantized type are refused (errc::unsupported) unless allow_requantize.
 #pragma once
@@ -46,6 +48,7 @@ struct quantize_options {
     const std::unordered_map<std::string, std::vector<float>>* imatrix = nullptr;
     int n_threads = 1;
     bool allow_requantize = false;
+    bool pure = false;  // every fitting weight in `type` (no q6_K output projection)
 };
 
 struct quantize_tensor_report {
@@ -121,10 +124,11 @@ inline bool ends_with(std::string_view s, std::string_view suf) {
 
 // The type tensor t is written in (its own type when kept); fell_back set when a
 // fallback type was chosen.
-inline type_id choose_type(const gguf::tensor_info& t, type_id target, bool& fell_back) {
+inline type_id choose_type(const gguf::tensor_info& t, type_id target, bool& fell_back, bool is_output = false) {
     fell_back = false;
     const bool weight = t.n_dims == 2 && ends_with(t.name, "weight");
     if (!weight) return t.type;
+    if (is_output && is_quantized(target) && target != type_id::q8_0) target = type_id::q6_K;
     if (t.ne[0] % block_size(target) == 0) return target;
     const type_id fb = quantize_fallback_type(target);
     if (fb != target && t.ne[0] % block_size(fb) == 0) {
@@ -216,7 +220,8 @@ inline quantize_stats quantize_model(const std::string& in_path, const std::stri
         rep.n_dims = t.n_dims;
         rep.bytes_in = t.size_bytes;
         bool fb = false;
-        const type_id out_t = detail::choose_type(t, target, fb);
+        const bool is_output = !o.pure && (t.name == "output.weight" || (t.name == "token_embd.weight" && !in.find_tensor("output.weight")));
+        const type_id out_t = detail::choose_type(t, target, fb, is_output);
         if (out_t == t.type) {
             w.add_tensor_view(t);
             rep.out_type = t.type;
