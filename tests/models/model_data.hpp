@@ -1,11 +1,18 @@
 // Helpers for the model tests: ../shared/data paths and the goldens of llama.cpp.
 #pragma once
 
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
 #include <cstdlib>
+#include <span>
 #include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
+
+#include "tessera/models/llama.hpp"
+#include "tessera/models/sampling.hpp"
 
 namespace model_test {
 
@@ -76,6 +83,47 @@ inline std::vector<greedy_case> load_greedy(const std::string& path) {
         out.push_back(std::move(c));
     }
     return out;
+}
+
+// Greedy steps from a case's prompt ids that give its greedy ids: the common prefix
+// (after the first difference the texts diverge).
+inline std::size_t greedy_prefix(tessera::models::llama_model& m, const greedy_case& gc) {
+    m.reset();
+    const std::vector<std::int32_t> toks(gc.prompt_ids.begin(), gc.prompt_ids.end());
+    std::vector<float> logits = m.eval(toks);
+    std::size_t same = 0;
+    for (std::size_t i = 0; i < gc.greedy_ids.size(); ++i) {
+        const std::int32_t next = tessera::models::argmax(logits);
+        if (next != gc.greedy_ids[i]) break;
+        ++same;
+        if (m.tokenizer().get_vocab().is_eog(next)) break;
+        logits = m.eval(std::span<const std::int32_t>(&next, 1));
+    }
+    return same;
+}
+
+// Negative log-likelihood of a token sequence: the sum over i >= 1 of -log p(t_i | t_<i)
+// (log-softmax in double) from one batched pass with every token's logits, and the
+// number of terms.
+struct nll_sum {
+    double sum = 0;
+    std::size_t n = 0;
+};
+inline nll_sum negative_log_likelihood(tessera::models::llama_model& m, std::span<const std::int32_t> toks) {
+    m.reset();
+    const std::vector<float> logits = m.eval(toks, true);
+    const auto V = static_cast<std::size_t>(m.n_vocab());
+    nll_sum r;
+    for (std::size_t i = 0; i + 1 < toks.size(); ++i) {
+        const float* l = logits.data() + i * V;
+        double mx = l[0];
+        for (std::size_t j = 1; j < V; ++j) mx = std::max(mx, static_cast<double>(l[j]));
+        double s = 0;
+        for (std::size_t j = 0; j < V; ++j) s += std::exp(static_cast<double>(l[j]) - mx);
+        r.sum -= static_cast<double>(l[static_cast<std::size_t>(toks[i + 1])]) - mx - std::log(s);
+        ++r.n;
+    }
+    return r;
 }
 
 }  // namespace model_test

@@ -90,22 +90,10 @@ TEST_CASE("stories260K: greedy tokens and first logits equal llama.cpp's") {
 
 namespace {
 
-// Perplexity of a token sequence: exp(mean over i >= 1 of -log p(t_i | t_<i)), from
-// one batched pass with every token's logits (log-softmax in double).
+// exp(mean negative log-likelihood) of a token sequence, from one batched pass.
 double perplexity(models::llama_model& m, const std::vector<std::int32_t>& toks) {
-    m.reset();
-    const auto logits = m.eval(toks, true);
-    const auto V = static_cast<std::size_t>(m.n_vocab());
-    double nll = 0;
-    for (std::size_t i = 0; i + 1 < toks.size(); ++i) {
-        const float* l = logits.data() + i * V;
-        double mx = l[0];
-        for (std::size_t j = 1; j < V; ++j) mx = std::max(mx, static_cast<double>(l[j]));
-        double s = 0;
-        for (std::size_t j = 0; j < V; ++j) s += std::exp(l[j] - mx);
-        nll -= l[static_cast<std::size_t>(toks[i + 1])] - mx - std::log(s);
-    }
-    return std::exp(nll / static_cast<double>(toks.size() - 1));
+    const model_test::nll_sum r = model_test::negative_log_likelihood(m, toks);
+    return std::exp(r.sum / static_cast<double>(r.n));
 }
 
 }  // namespace
@@ -148,9 +136,7 @@ TEST_CASE("stories260K quantized by llama-quantize: greedy tokens and perplexity
         models::llama_model m = models::llama_model::load(path, o);
         std::size_t equal = 0, total = 0, full = 0;
         for (const auto& gc : cases) {
-            const run_result r = run_greedy(m, gc.prompt, gc.greedy_ids.size());
-            std::size_t same = 0;  // the common prefix: after the first difference the texts diverge
-            while (same < r.greedy.size() && same < gc.greedy_ids.size() && r.greedy[same] == gc.greedy_ids[same]) ++same;
+            const std::size_t same = model_test::greedy_prefix(m, gc);
             equal += same;
             total += gc.greedy_ids.size();
             full += same == gc.greedy_ids.size();

@@ -31,42 +31,18 @@ std::string temp_dir() {
     return d.string();
 }
 
-std::size_t greedy_matches(models::llama_model& m, const model_test::greedy_case& gc) {
-    m.reset();
-    std::vector<std::int32_t> toks(gc.prompt_ids.begin(), gc.prompt_ids.end());
-    std::vector<float> logits = m.eval(toks);
-    std::size_t same = 0;
-    for (std::size_t i = 0; i < gc.greedy_ids.size(); ++i) {
-        const std::int32_t next = models::argmax(logits);
-        if (next != gc.greedy_ids[i]) break;  // count the common prefix
-        ++same;
-        if (m.tokenizer().get_vocab().is_eog(next)) break;
-        logits = m.eval(std::span<const std::int32_t>(&next, 1));
-    }
-    return same;
-}
-
-// exp(mean negative log-likelihood) of every token after the first, over the texts.
+// exp(mean negative log-likelihood) of every token after the first, over the texts
+// (each case's prompt ids followed by its greedy ids).
 double perplexity(models::llama_model& m, const std::vector<model_test::greedy_case>& cases) {
-    double nll = 0;
-    std::size_t n = 0;
-    const auto nv = static_cast<std::size_t>(m.n_vocab());
+    model_test::nll_sum total;
     for (const auto& gc : cases) {
         std::vector<std::int32_t> toks(gc.prompt_ids.begin(), gc.prompt_ids.end());
         toks.insert(toks.end(), gc.greedy_ids.begin(), gc.greedy_ids.end());
-        m.reset();
-        const std::vector<float> lg = m.eval(toks, true);
-        for (std::size_t i = 0; i + 1 < toks.size(); ++i) {
-            const float* l = lg.data() + i * nv;
-            double mx = l[0];
-            for (std::size_t k = 1; k < nv; ++k) mx = std::max(mx, static_cast<double>(l[k]));
-            double s = 0;
-            for (std::size_t k = 0; k < nv; ++k) s += std::exp(static_cast<double>(l[k]) - mx);
-            nll += -(static_cast<double>(l[static_cast<std::size_t>(toks[i + 1])]) - mx - std::log(s));
-            ++n;
-        }
+        const model_test::nll_sum r = model_test::negative_log_likelihood(m, toks);
+        total.sum += r.sum;
+        total.n += r.n;
     }
-    return std::exp(nll / static_cast<double>(n));
+    return std::exp(total.sum / static_cast<double>(total.n));
 }
 
 bool ends_with_weight(const std::string& s) { return s.size() >= 6 && s.substr(s.size() - 6) == "weight"; }
@@ -93,7 +69,7 @@ TEST_CASE("quantize_model: stories260K to q8_0, q4_0, q4_K") {
         ppl_f32 = perplexity(m, cases);
         std::string counts;
         for (const auto& gc : cases) {
-            const std::size_t same = greedy_matches(m, gc);
+            const std::size_t same = model_test::greedy_prefix(m, gc);
             counts += " " + std::to_string(same) + "/" + std::to_string(gc.greedy_ids.size());
         }
         MESSAGE("f32: greedy prefix matches" << counts << "; perplexity " << ppl_f32);
@@ -184,7 +160,7 @@ TEST_CASE("quantize_model: stories260K to q8_0, q4_0, q4_K") {
         std::size_t full = 0;
         std::string counts;
         for (const auto& gc : cases) {
-            const std::size_t same = greedy_matches(m, gc);
+            const std::size_t same = model_test::greedy_prefix(m, gc);
             counts += " " + std::to_string(same) + "/" + std::to_string(gc.greedy_ids.size());
             if (same == gc.greedy_ids.size()) ++full;
         }
