@@ -255,7 +255,7 @@ void check_gemv() {
     constexpr auto bs = static_cast<std::size_t>(quant::block_traits<B>::block_size);
     const auto scalar_dot = simd::kernel_for<qk::row_kernels<B>::template vec_dot>(arch_id::scalar);
     for (std::size_t nb : {1, 5, 8}) {
-        for (std::int64_t nrows : {1, 3, 4, 5, 9}) {
+        for (std::int64_t nrows : {1, 3, 4, 5, 9, 19}) {
             const std::size_t stride_blocks = nb + 1;  // rows with a gap between them
             const auto x = random_blocks<B>(stride_blocks * static_cast<std::size_t>(nrows), static_cast<unsigned>(nb * 31 + 7));
             const auto y = random_blocks<P>(nb, static_cast<unsigned>(nb * 37 + 9));

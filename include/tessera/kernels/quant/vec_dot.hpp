@@ -887,6 +887,10 @@ void gemv(std::int64_t n, std::int64_t nrows, const B* x, std::size_t row_stride
 
 // q4_0, four rows at a time: the activation side (loads, its scales, the -8 * sum(y)
 // correction folded into the accumulator start) is done once for the four rows.
+// The four rows are taken from the four quarters of the range (r, r + q, r + 2q, r + 3q),
+// not adjacent: four adjacent rows share 4 KiB pages, and the hardware prefetcher,
+// which follows one stream per page, then loses the pattern. From DRAM the adjacent
+// order read 12 GB/s at 2 threads and this order 25 GB/s (bench_quant matvec/q4_0).
 template <class A>
 void gemv(std::int64_t n, std::int64_t nrows, const q::block_q4_0* x, std::size_t row_stride, const q::block_q8_0* y,
           float* out, simd::requires_arch<simd::avx512bw>) {
@@ -898,9 +902,10 @@ void gemv(std::int64_t n, std::int64_t nrows, const q::block_q4_0* x, std::size_
     const __m512i k8 = _mm512_set1_epi8(8), z = _mm512_setzero_si512();
     const __m512i i01 = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
     const __m512i i23 = _mm512_setr_epi32(2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
-    std::int64_t r = 0;
-    for (; r + 4 <= nrows; r += 4) {
-        const q::block_q4_0* xr[4] = {row(r), row(r + 1), row(r + 2), row(r + 3)};
+    const std::int64_t q4 = nrows / 4;
+    for (std::int64_t r = 0; r < q4; ++r) {
+        const std::int64_t rr[4] = {r, r + q4, r + 2 * q4, r + 3 * q4};
+        const q::block_q4_0* xr[4] = {row(rr[0]), row(rr[1]), row(rr[2]), row(rr[3])};
         __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
         for (std::int64_t i = 0; i < nb4; i += 4) {
             const __m128 ys = h2f_x4<A>(y[i].d.bits, y[i + 1].d.bits, y[i + 2].d.bits, y[i + 3].d.bits);
@@ -920,10 +925,10 @@ void gemv(std::int64_t n, std::int64_t nrows, const q::block_q4_0* x, std::size_
         for (int k = 0; k < 4; ++k) {
             float t = hsum512<A>(acc[k]);
             if (nb4 < nb) t += vdot<A>((nb - nb4) * 32, xr[k] + nb4, y + nb4, simd::avx2{});
-            out[r + k] = t;
+            out[rr[k]] = t;
         }
     }
-    for (; r < nrows; ++r) out[r] = vdot<A>(n, row(r), y, A{});
+    for (std::int64_t r = 4 * q4; r < nrows; ++r) out[r] = vdot<A>(n, row(r), y, A{});
 }
 
 }  // namespace qdetail
