@@ -1,7 +1,8 @@
 // The packed quantized GEMM (kernels/quant/gemm.hpp) against a double-precision
 // definition: out[n][m] = sum_b d_x[m,b] * d_y[n,b] * sum_t wq[m,b,t] * yq[n,b,t], on
 // every arch the machine has, for row counts and column counts around the tile sizes
-// (4 x 4 tiles, 16-row panels) and block counts around the 16-block groups.
+// (4 x 4 tiles, 16-row panels) and block counts around the 16-block groups; the
+// repacked-weight kernels (gemm_*_rows4) give the same bits as the plain-layout ones.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "tessera/kernels/quant/gemm.hpp"
+#include "tessera/kernels/quant/repack.hpp"
 #include "tessera/quant/reference.hpp"
 #include "tessera/simd/dispatch.hpp"
 
@@ -25,7 +27,7 @@ int weight_q(const B& b, int e) {
         return b.qs[e];
 }
 
-template <class B, template <class> class K>
+template <class B, template <class> class K, template <class> class K4>
 void check_gemm() {
     std::mt19937 rng(5);
     std::normal_distribution<float> nd(0.0f, 1.0f);
@@ -38,6 +40,21 @@ void check_gemm() {
             std::vector<std::byte> x(xs * static_cast<std::size_t>(m));
             for (std::int64_t r = 0; r < m; ++r)
                 quant::quantize(quant::block_traits<B>::id, wf.data() + r * k, x.data() + static_cast<std::size_t>(r) * xs, 1, k);
+            // the same rows repacked (kernels/quant/repack.hpp) when m is a multiple of 4
+            constexpr type_id tid = quant::block_traits<B>::id;
+            const bool r4 = kernels::can_repack(tid, k, m);
+            std::vector<std::byte> packed;
+            if (r4) {
+                const std::size_t rb = static_cast<std::size_t>(row_size(tid, k));
+                std::vector<std::byte> plain(rb * static_cast<std::size_t>(m)), back(plain.size());
+                for (std::int64_t r = 0; r < m; ++r)
+                    std::memcpy(plain.data() + static_cast<std::size_t>(r) * rb, x.data() + static_cast<std::size_t>(r) * xs, rb);
+                packed.resize(kernels::repacked_bytes(tid, k, m));
+                kernels::repack_matrix(tid, k, m, plain.data(), packed.data());
+                kernels::unpack_matrix(tid, k, m, packed.data(), back.data());
+                CHECK(back == plain);  // the repack is a permutation of the bytes
+                if (nb % 16 == 0) CHECK(packed.size() == plain.size());
+            }
             for (std::int64_t n : {1, 2, 3, 4, 5, 8, 11}) {
                 std::vector<float> yf(static_cast<std::size_t>(n * k));
                 for (float& v : yf) v = nd(rng);
@@ -85,6 +102,11 @@ void check_gemm() {
                             if (out[static_cast<std::size_t>(c) * ldo + r] != -7.0f) ++bad;
                     }
                     CHECK(bad == 0);
+                    if (r4) {  // same tiles, same bytes: bit-equal to the plain-layout kernel
+                        std::vector<float> out4(out.size(), -7.0f);
+                        simd::kernel_for<K4>(arch)(k, m, n, packed.data(), yp.data(), ys, out4.data(), ldo);
+                        CHECK(std::memcmp(out4.data(), out.data(), out.size() * sizeof(float)) == 0);
+                    }
                 }
             }
         }
@@ -93,10 +115,10 @@ void check_gemm() {
 
 }  // namespace
 
-TEST_CASE("quantized GEMM q4_0 x q8_0: every arch equals the definition") {
-    check_gemm<quant::block_q4_0, kernels::gemm_q4_0>();
+TEST_CASE("quantized GEMM q4_0 x q8_0: every arch equals the definition, repacked weights too") {
+    check_gemm<quant::block_q4_0, kernels::gemm_q4_0, kernels::gemm_q4_0_rows4>();
 }
 
-TEST_CASE("quantized GEMM q8_0 x q8_0: every arch equals the definition") {
-    check_gemm<quant::block_q8_0, kernels::gemm_q8_0>();
+TEST_CASE("quantized GEMM q8_0 x q8_0: every arch equals the definition, repacked weights too") {
+    check_gemm<quant::block_q8_0, kernels::gemm_q8_0, kernels::gemm_q8_0_rows4>();
 }

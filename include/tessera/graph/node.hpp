@@ -28,6 +28,12 @@ enum tensor_flag : std::uint32_t {
     flag_loss = 8,
 };
 
+// How a tensor's bytes are ordered. plain: ggml's layout (every tensor, unless a buffer
+// says otherwise). rows4_x16: q4_0/q8_0 rows interleaved four at a time in the layout
+// the packed GEMM reads (kernels/quant/repack.hpp); the CPU_REPACK buffer type stores
+// weights so (backend/repack.hpp), and only mul_mat reads such a tensor.
+enum class packing : std::uint8_t { plain, rows4_x16 };
+
 struct node {
     layout lay;
     op_kind op = op_kind::none;
@@ -38,6 +44,7 @@ struct node {
     std::byte* data = nullptr;  // own bytes; null for views and unallocated tensors
     std::string name;
     std::uint32_t flags = 0;
+    packing pack = packing::plain;  // set by the buffer the tensor is placed in
     std::size_t id = 0;  // creation order within the context
     context* ctx = nullptr;
 

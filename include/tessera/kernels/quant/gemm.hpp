@@ -36,6 +36,7 @@
 
 #include "tessera/config.hpp"
 #include "tessera/kernels/quant/common.hpp"
+#include "tessera/kernels/quant/repack.hpp"
 #include "tessera/quant/blocks.hpp"
 #include "tessera/simd/dispatch.hpp"
 
@@ -138,6 +139,11 @@ struct qv512 {
     static TESSERA_ALWAYS_INLINE vf fma(vi p, vf s, vf acc) { return _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), s, acc); }
     static TESSERA_ALWAYS_INLINE vf mul(vf a, vf b) { return _mm512_mul_ps(a, b); }
     static TESSERA_ALWAYS_INLINE float hsum(vf v) { return hsum512<A>(v); }
+    static TESSERA_ALWAYS_INLINE vi lo4(vi v) { return _mm512_and_si512(v, _mm512_set1_epi8(0x0F)); }
+    static TESSERA_ALWAYS_INLINE vi hi4(vi v) { return _mm512_and_si512(_mm512_srli_epi16(v, 4), _mm512_set1_epi8(0x0F)); }
+    static TESSERA_ALWAYS_INLINE vf load_h(const void* p) {  // 16 f16
+        return _mm512_cvtph_ps(_mm256_loadu_si256(static_cast<const __m256i*>(p)));
+    }
 };
 template <class A>
 struct qv256 {
@@ -156,6 +162,54 @@ struct qv256 {
     static TESSERA_ALWAYS_INLINE vf fma(vi p, vf s, vf acc) { return _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), s, acc); }
     static TESSERA_ALWAYS_INLINE vf mul(vf a, vf b) { return _mm256_mul_ps(a, b); }
     static TESSERA_ALWAYS_INLINE float hsum(vf v) { return hsum256<A>(v); }
+    static TESSERA_ALWAYS_INLINE vi lo4(vi v) { return _mm256_and_si256(v, _mm256_set1_epi8(0x0F)); }
+    static TESSERA_ALWAYS_INLINE vi hi4(vi v) { return _mm256_and_si256(_mm256_srli_epi16(v, 4), _mm256_set1_epi8(0x0F)); }
+    static TESSERA_ALWAYS_INLINE vf load_h(const void* p) {  // 8 f16
+        return _mm256_cvtph_ps(_mm_loadu_si128(static_cast<const __m128i*>(p)));
+    }
+};
+
+// Where a tile finds the weights of row i (< qgemm_rm), group g, and how it loads them.
+// The unpacked panel of qgemm_pack_w: one byte per weight, f32 scales, rows w_row apart.
+struct w_panel {
+    const std::byte* w;
+    std::size_t w_row;
+    TESSERA_ALWAYS_INLINE const std::byte* rec(int i, std::int64_t g) const {
+        return w + static_cast<std::size_t>(i) * w_row + static_cast<std::size_t>(g) * qgemm_w_group_bytes;
+    }
+    template <class V>
+    static TESSERA_ALWAYS_INLINE typename V::vi q(const std::byte* r, int t, int h) {
+        return V::load(r + static_cast<std::size_t>(t * 64 + h * (64 / V::halves)));
+    }
+    template <class V>
+    static TESSERA_ALWAYS_INLINE typename V::vf d(const std::byte* r, int h) {
+        return V::loadf(r + 512 + static_cast<std::size_t>(h * (64 / V::halves)));
+    }
+};
+// One quad of a repacked matrix (kernels/quant/repack.hpp): records of four rows in
+// order; q4_0 keeps two weights per byte, the scales stay f16.
+template <class B>
+struct w_rows4 {
+    static constexpr bool q4 = std::is_same_v<B, qg::block_q4_0>;
+    static constexpr std::size_t rec_bytes = q4 ? 288 : 544, qbytes = q4 ? 256 : 512;
+    const std::byte* quad;
+    TESSERA_ALWAYS_INLINE const std::byte* rec(int i, std::int64_t g) const {
+        return quad + (static_cast<std::size_t>(g) * 4 + static_cast<std::size_t>(i)) * rec_bytes;
+    }
+    template <class V>
+    static TESSERA_ALWAYS_INLINE typename V::vi q(const std::byte* r, int t, int h) {
+        const std::size_t half = static_cast<std::size_t>(h * (64 / V::halves));
+        if constexpr (q4) {
+            const typename V::vi v = V::load(r + static_cast<std::size_t>((t & 3) * 64) + half);
+            return t < 4 ? V::lo4(v) : V::hi4(v);
+        } else {
+            return V::load(r + static_cast<std::size_t>(t * 64) + half);
+        }
+    }
+    template <class V>
+    static TESSERA_ALWAYS_INLINE typename V::vf d(const std::byte* r, int h) {
+        return V::load_h(r + qbytes + static_cast<std::size_t>(h * (32 / V::halves)));
+    }
 };
 
 // Rows [0, rows) of x (rows <= qgemm_panel) into the x16 weight layout; rows past
@@ -183,9 +237,9 @@ void qgemm_pack_w(std::int64_t k, std::int64_t rows, const B* x, std::size_t xs,
 
 // One RM x RN tile: rows w[0..RM) of a packed panel (row_bytes apart) x RN packed
 // activation rows.
-template <class A, class V, class B, int RN>
-TESSERA_ALWAYS_INLINE void qgemm_tile(std::int64_t ng, const std::byte* w, std::size_t w_row, const std::byte* y,
-                                      std::size_t ys, float* out, std::size_t ldo, std::int64_t rows) {
+template <class A, class V, class B, int RN, class W>
+TESSERA_ALWAYS_INLINE void qgemm_tile(std::int64_t ng, W w, const std::byte* y, std::size_t ys, float* out, std::size_t ldo,
+                                      std::int64_t rows) {
     constexpr int RM = qgemm_rm;
     constexpr bool q8 = std::is_same_v<B, qg::block_q8_0>;
     constexpr bool vnni = at_least<A, simd::avx512vnni> && std::is_same_v<V, qv512<A>>;
@@ -198,7 +252,8 @@ TESSERA_ALWAYS_INLINE void qgemm_tile(std::int64_t ng, const std::byte* w, std::
     for (int i = 0; i < RM; ++i)
         for (int j = 0; j < RN; ++j) f[i][j] = V::zerof();
     for (std::int64_t g = 0; g < ng; ++g) {
-        const std::byte* wg = w + static_cast<std::size_t>(g) * qgemm_w_group_bytes;
+        const std::byte* wr[RM];
+        for (int i = 0; i < RM; ++i) wr[i] = w.rec(i, g);
         const std::byte* yg = y + static_cast<std::size_t>(g) * qgemm_act_group_bytes;
         for (int h = 0; h < V::halves; ++h) {
             vi acc[RM][RN];
@@ -211,7 +266,7 @@ TESSERA_ALWAYS_INLINE void qgemm_tile(std::int64_t ng, const std::byte* w, std::
             for (int t = 0; t < 8; ++t) {
                 vi xv[RM];
                 for (int i = 0; i < RM; ++i) {
-                    xv[i] = V::load(wg + static_cast<std::size_t>(i) * w_row + static_cast<std::size_t>(t * 64 + h * step));
+                    xv[i] = W::template q<V>(wr[i], t, h);
                     if constexpr (q8 && vnni) xv[i] = V::flip(xv[i]);
                 }
                 for (int j = 0; j < RN; ++j) {
@@ -225,7 +280,7 @@ TESSERA_ALWAYS_INLINE void qgemm_tile(std::int64_t ng, const std::byte* w, std::
                 }
             }
             vf xd[RM];
-            for (int i = 0; i < RM; ++i) xd[i] = V::loadf(wg + static_cast<std::size_t>(i) * w_row + 512 + h * step);
+            for (int i = 0; i < RM; ++i) xd[i] = W::template d<V>(wr[i], h);
             for (int j = 0; j < RN; ++j) {
                 const vf yd = V::loadf(yg + static_cast<std::size_t>(j) * ys + 512 + h * step);
                 for (int i = 0; i < RM; ++i) f[i][j] = V::fma(acc[i][j], V::mul(xd[i], yd), f[i][j]);
@@ -235,6 +290,18 @@ TESSERA_ALWAYS_INLINE void qgemm_tile(std::int64_t ng, const std::byte* w, std::
     for (int j = 0; j < RN; ++j)
         for (int i = 0; i < RM; ++i)
             if (i < rows) out[static_cast<std::size_t>(j) * ldo + static_cast<std::size_t>(i)] = V::hsum(f[i][j]);
+}
+
+// A tile of min(4, cols) columns.
+template <class A, class V, class B, class W>
+TESSERA_ALWAYS_INLINE void qgemm_tile_n(std::int64_t cols, std::int64_t ng, W w, const std::byte* y, std::size_t ys,
+                                        float* out, std::size_t ldo, std::int64_t rows) {
+    switch (cols) {
+        case 1: qgemm_tile<A, V, B, 1>(ng, w, y, ys, out, ldo, rows); break;
+        case 2: qgemm_tile<A, V, B, 2>(ng, w, y, ys, out, ldo, rows); break;
+        case 3: qgemm_tile<A, V, B, 3>(ng, w, y, ys, out, ldo, rows); break;
+        default: qgemm_tile<A, V, B, 4>(ng, w, y, ys, out, ldo, rows); break;
+    }
 }
 
 template <class A, class V, class B>
@@ -249,15 +316,29 @@ void qgemm_wide(std::int64_t k, std::int64_t m, std::int64_t n, const B* x, std:
         for (std::int64_t c = 0; c < n; c += qgemm_rn) {
             const std::byte* yc = y + static_cast<std::size_t>(c) * ys;
             for (std::int64_t r = 0; r < pr; r += qgemm_rm) {
-                const std::byte* wr = work + static_cast<std::size_t>(r) * w_row;
+                const w_panel wr{work + static_cast<std::size_t>(r) * w_row, w_row};
                 float* o = out + static_cast<std::size_t>(c) * ldo + static_cast<std::size_t>(p0 + r);
-                const std::int64_t rows = pr - r;
-                switch (n - c) {
-                    case 1: qgemm_tile<A, V, B, 1>(ng, wr, w_row, yc, ys, o, ldo, rows); break;
-                    case 2: qgemm_tile<A, V, B, 2>(ng, wr, w_row, yc, ys, o, ldo, rows); break;
-                    case 3: qgemm_tile<A, V, B, 3>(ng, wr, w_row, yc, ys, o, ldo, rows); break;
-                    default: qgemm_tile<A, V, B, 4>(ng, wr, w_row, yc, ys, o, ldo, rows); break;
-                }
+                qgemm_tile_n<A, V, B>(n - c, ng, wr, yc, ys, o, ldo, pr - r);
+            }
+        }
+    }
+}
+
+// m rows (m % 4 == 0) of a repacked matrix: the same tiles straight from the records,
+// 16 rows (four quads) per sweep over the columns so their weights stay in L1/L2.
+template <class A, class V, class B>
+void qgemm_rows4(std::int64_t k, std::int64_t m, std::int64_t n, const std::byte* x, const std::byte* y, std::size_t ys,
+                 float* out, std::size_t ldo) {
+    const std::int64_t ng = qgemm_groups(k);
+    const std::size_t quad = static_cast<std::size_t>(4 * ng) * w_rows4<B>::rec_bytes;
+    for (std::int64_t p0 = 0; p0 < m; p0 += qgemm_panel) {
+        const std::int64_t pr = m - p0 < qgemm_panel ? m - p0 : qgemm_panel;
+        for (std::int64_t c = 0; c < n; c += qgemm_rn) {
+            const std::byte* yc = y + static_cast<std::size_t>(c) * ys;
+            for (std::int64_t r = 0; r < pr; r += qgemm_rm) {
+                const w_rows4<B> wr{x + static_cast<std::size_t>((p0 + r) / 4) * quad};
+                float* o = out + static_cast<std::size_t>(c) * ldo + static_cast<std::size_t>(p0 + r);
+                qgemm_tile_n<A, V, B>(n - c, ng, wr, yc, ys, o, ldo, 4);
             }
         }
     }
@@ -274,7 +355,76 @@ void qgemm(std::int64_t k, std::int64_t m, std::int64_t n, const B* x, std::size
     qgemm_wide<A, qv512<A>>(k, m, n, x, xs, y, ys, out, ldo, work);
 }
 
+// Repacked weights (rows4_x16): the scalar definition reads the records element by element.
+template <class A, class B>
+void qgemm_r4(std::int64_t k, std::int64_t m, std::int64_t n, const std::byte* x, const std::byte* y, std::size_t ys,
+              float* out, std::size_t ldo, simd::requires_arch<simd::scalar>) {
+    using W = w_rows4<B>;
+    const std::int64_t nb = k / 32;
+    const std::size_t quad = static_cast<std::size_t>(4 * qgemm_groups(k)) * W::rec_bytes;
+    const auto* xb = reinterpret_cast<const unsigned char*>(x);
+    for (std::int64_t c = 0; c < n; ++c) {
+        const auto* yr = reinterpret_cast<const unsigned char*>(y) + static_cast<std::size_t>(c) * ys;
+        for (std::int64_t r = 0; r < m; ++r) {
+            float sum = 0.0f;
+            for (std::int64_t b = 0; b < nb; ++b) {
+                const unsigned char* rec = xb + static_cast<std::size_t>(r / 4) * quad +
+                                           static_cast<std::size_t>((b / qgemm_group) * 4 + r % 4) * W::rec_bytes;
+                const unsigned char* g = yr + static_cast<std::size_t>(b / qgemm_group) * qgemm_act_group_bytes;
+                const auto l = static_cast<std::size_t>(b % qgemm_group);
+                int isum = 0;
+                for (int e = 0; e < 32; ++e) {
+                    const auto yq = static_cast<std::int8_t>(g[static_cast<std::size_t>(e / 4) * 64 + l * 4 + static_cast<std::size_t>(e % 4)]);
+                    int xq;
+                    if constexpr (W::q4) {
+                        const unsigned char v = rec[static_cast<std::size_t>(e % 16 / 4) * 64 + l * 4 + static_cast<std::size_t>(e % 4)];
+                        xq = (e < 16 ? v & 15 : v >> 4) - 8;
+                    } else {
+                        xq = static_cast<std::int8_t>(rec[static_cast<std::size_t>(e / 4) * 64 + l * 4 + static_cast<std::size_t>(e % 4)]);
+                    }
+                    isum += xq * yq;
+                }
+                std::uint16_t dx;
+                std::memcpy(&dx, rec + W::qbytes + 2 * l, 2);
+                float dy;
+                std::memcpy(&dy, g + 512 + 4 * l, 4);
+                sum += (h2f_bits<A>(dx) * dy) * static_cast<float>(isum);
+            }
+            out[static_cast<std::size_t>(c) * ldo + static_cast<std::size_t>(r)] = sum;
+        }
+    }
+}
+template <class A, class B>
+void qgemm_r4(std::int64_t k, std::int64_t m, std::int64_t n, const std::byte* x, const std::byte* y, std::size_t ys,
+              float* out, std::size_t ldo, simd::requires_arch<simd::avx2>) {
+    qgemm_rows4<A, qv256<A>, B>(k, m, n, x, y, ys, out, ldo);
+}
+template <class A, class B>
+void qgemm_r4(std::int64_t k, std::int64_t m, std::int64_t n, const std::byte* x, const std::byte* y, std::size_t ys,
+              float* out, std::size_t ldo, simd::requires_arch<simd::avx512bw>) {
+    qgemm_rows4<A, qv512<A>, B>(k, m, n, x, y, ys, out, ldo);
+}
+
 }  // namespace qdetail
+
+// Repacked weights: gemm_<T>_rows4<A>(k, m, const std::byte* x_repacked (the quads of the
+// m rows, m % 4 == 0), n, y_packed, y_stride, out, ldo); no work buffer.
+#define TESSERA_QGEMM_R4_KERNEL_(T)                                                                          \
+    template <class A>                                                                                       \
+    struct gemm_##T##_rows4 {                                                                                \
+        void operator()(std::int64_t k, std::int64_t m, std::int64_t n, const std::byte* x, const std::byte* y, \
+                        std::size_t y_stride, float* out, std::size_t ldo) const;                            \
+    };                                                                                                       \
+    template <class A>                                                                                       \
+    void gemm_##T##_rows4<A>::operator()(std::int64_t k, std::int64_t m, std::int64_t n, const std::byte* x, \
+                                         const std::byte* y, std::size_t y_stride, float* out, std::size_t ldo) const { \
+        qdetail::qgemm_r4<A, quant::block_##T>(k, m, n, x, y, y_stride, out, ldo, A{});                      \
+    }                                                                                                        \
+    TESSERA_KERNEL(gemm_##T##_rows4)
+
+TESSERA_QGEMM_R4_KERNEL_(q4_0);
+TESSERA_QGEMM_R4_KERNEL_(q8_0);
+#undef TESSERA_QGEMM_R4_KERNEL_
 
 #define TESSERA_QGEMM_KERNEL_(T)                                                                             \
     template <class A>                                                                                       \
