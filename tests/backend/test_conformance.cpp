@@ -28,6 +28,22 @@ struct cpu_family {
     static any_reg reg() { return cpu_reg(); }
     static any_backend init() { return cpu_init(2); }
     static constexpr bool host = true;
+    static constexpr device_type type = device_type::cpu;
+    static constexpr bool reads_host = true, reads_ref = false, any_op = true, own_guid = true;
+};
+// CPU_REPACK: its own buffer type and ACCEL device; its stream is a CPU stream, it reads
+// host buffers, and it takes only mul_mat with repacked weights (test_repack.cpp).
+struct repack_family {
+    using buft_model = repack_buffer_type_model;
+    using buffer_model = repack_buffer;
+    using backend_model = cpu_backend;
+    using device_model = repack_device_model;
+    static any_buffer_type buft() { return repack_buffer_type(); }
+    static any_device dev() { return repack_device(); }
+    static any_backend init() { return repack_device().init_backend("2"); }
+    static constexpr bool host = false;
+    static constexpr device_type type = device_type::accel;
+    static constexpr bool reads_host = true, reads_ref = false, any_op = false, own_guid = false;
 };
 struct ref_family {
     using buft_model = reference_buffer_type_model;
@@ -40,6 +56,8 @@ struct ref_family {
     static any_reg reg() { return reference_reg(); }
     static any_backend init() { return reference_init(); }
     static constexpr bool host = false;
+    static constexpr device_type type = device_type::gpu;
+    static constexpr bool reads_host = false, reads_ref = true, any_op = true, own_guid = true;
 };
 
 static_assert(buffer_type<cpu_family::buft_model> && buffer_type<ref_family::buft_model>);
@@ -80,7 +98,7 @@ TEST_CASE("customization points: defaults for the optional entries") {
     CHECK_FALSE(get_caps(reference_device_model{}).buffer_from_host_ptr);
 }
 
-TEST_CASE_TEMPLATE("buffer_type conformance", F, cpu_family, ref_family) {
+TEST_CASE_TEMPLATE("buffer_type conformance", F, cpu_family, ref_family, repack_family) {
     // the model directly
     typename F::buft_model m;
     CHECK_FALSE(std::string_view(m.name()).empty());
@@ -113,7 +131,7 @@ TEST_CASE_TEMPLATE("buffer_type conformance", F, cpu_family, ref_family) {
     CHECK_THROWS_AS(bt.alloc_buffer(SIZE_MAX), tessera::error);
 }
 
-TEST_CASE_TEMPLATE("buffer conformance", F, cpu_family, ref_family) {
+TEST_CASE_TEMPLATE("buffer conformance", F, cpu_family, ref_family, repack_family) {
     any_buffer_type bt = F::buft();
     graph::context ctx({true});
     graph::node* t = ctx.new_tensor(type_id::f32, {16, 4, 1, 1}, "t");
@@ -172,7 +190,7 @@ TEST_CASE_TEMPLATE("buffer conformance", F, cpu_family, ref_family) {
     CHECK_FALSE(buffer_of(*gone));
 }
 
-TEST_CASE_TEMPLATE("buffer copies across buffer types", F, cpu_family, ref_family) {
+TEST_CASE_TEMPLATE("buffer copies across buffer types", F, cpu_family, ref_family, repack_family) {
     // F's buffer <-> the other family's buffer, and host memory of a context
     graph::context ctx({true});
     graph::context host;  // allocates: host memory in no buffer
@@ -194,14 +212,15 @@ TEST_CASE_TEMPLATE("buffer copies across buffer types", F, cpu_family, ref_famil
     CHECK(out == v);
 }
 
-TEST_CASE_TEMPLATE("backend conformance", F, cpu_family, ref_family) {
+TEST_CASE_TEMPLATE("backend conformance", F, cpu_family, ref_family, repack_family) {
     any_backend be = F::init();
     static_assert(tessera::backend::backend<typename F::backend_model>);
     CHECK_FALSE(be.name().empty());
     CHECK(be.device() == F::dev());
     CHECK(be.default_buffer_type() == F::buft());
     CHECK(be.guid() == F::init().guid());
-    CHECK(be.guid() != (F::host ? reference_init() : cpu_init(1)).guid());
+    if constexpr (F::own_guid) CHECK(be.guid() != (F::host ? reference_init() : cpu_init(1)).guid());
+    else CHECK(be.guid() == cpu_init(1).guid());  // a CPU stream
 
     // y = mul_mat(w, x) + b, against a double reference
     graph::context ctx({true});
@@ -243,7 +262,7 @@ TEST_CASE_TEMPLATE("backend conformance", F, cpu_family, ref_family) {
     check();
 }
 
-TEST_CASE_TEMPLATE("event conformance", F, cpu_family, ref_family) {
+TEST_CASE_TEMPLATE("event conformance", F, cpu_family, ref_family, repack_family) {
     any_device d = F::dev();
     any_event e = d.event_new();
     CHECK(static_cast<bool>(e) == d.caps().events);
@@ -258,27 +277,27 @@ TEST_CASE_TEMPLATE("event conformance", F, cpu_family, ref_family) {
     }
 }
 
-TEST_CASE_TEMPLATE("device conformance", F, cpu_family, ref_family) {
+TEST_CASE_TEMPLATE("device conformance", F, cpu_family, ref_family, repack_family) {
     any_device d = F::dev();
     const device_props p = d.props();
     CHECK(p.name == d.name());
     CHECK_FALSE(p.description.empty());
     CHECK(p.memory_total > 0);
     CHECK(p.memory_free <= p.memory_total);
-    CHECK(p.type == (F::host ? device_type::cpu : device_type::gpu));
+    CHECK(p.type == F::type);
     CHECK(d.buffer_type() == F::buft());
     CHECK(d.supports_buft(F::buft()));
-    CHECK(d.supports_buft(cpu_buffer_type()) == F::host);
-    CHECK(d.supports_buft(reference_buffer_type()) == !F::host);
+    CHECK(d.supports_buft(cpu_buffer_type()) == F::reads_host);
+    CHECK(d.supports_buft(reference_buffer_type()) == F::reads_ref);
     any_backend be = d.init_backend();
     CHECK(be.device() == d);
 
     graph::context ctx({true});
     any_tensor a = graph::new_tensor(ctx, type_id::f32, {8, 2, 1, 1}, "a");
     any_tensor idx = graph::new_tensor(ctx, type_id::i32, {8, 2, 1, 1}, "i");
-    CHECK(d.supports_op(*graph::add(a, a).get()));
-    CHECK(d.supports_op(*graph::rms_norm(a, 1e-5f).get()));
-    CHECK(d.supports_op(*graph::soft_max_ext(a, any_tensor(), 1.0f).get()));
+    CHECK(d.supports_op(*graph::add(a, a).get()) == F::any_op);
+    CHECK(d.supports_op(*graph::rms_norm(a, 1e-5f).get()) == F::any_op);
+    CHECK(d.supports_op(*graph::soft_max_ext(a, any_tensor(), 1.0f).get()) == F::any_op);
     // an op with no implementation on either backend: argsort of an int tensor... use count_equal on i32 for REF
     CHECK_FALSE(d.supports_op(*graph::unary(a, graph::unary_op::xielu).get()));
     (void)idx;

@@ -8,7 +8,9 @@
 //                    kernels compute (graph/cpu/ops.hpp)
 //   cpu_backend      the stream: n_threads (a persistent thread pool), abort callback,
 //                    graph plans; computes through the graph layer's CPU kernels
-//   cpu_reg          one device, proc addresses "set_n_threads", "set_abort_callback"
+//   cpu_reg          devices CPU and CPU_REPACK (backend/repack.hpp, an ACCEL device whose
+//                    buffer type is also the CPU device's extra buffer type), proc
+//                    addresses "set_n_threads", "set_abort_callback"
 #pragma once
 
 #include <algorithm>
@@ -26,6 +28,8 @@
 #include <new>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #if defined(__unix__) || defined(__APPLE__)
 #include <unistd.h>
@@ -46,6 +50,8 @@ inline constexpr std::size_t cpu_alignment = 32;
 
 any_device cpu_device();
 any_buffer_type cpu_buffer_type();
+any_device repack_device();            // backend/repack.hpp (included at the end)
+any_buffer_type repack_buffer_type();
 
 // ---- buffer -------------------------------------------------------------------------------
 
@@ -130,12 +136,14 @@ class cpu_backend {
 
 public:
     explicit cpu_backend(int n_threads = 4) : s_(std::make_unique<state>(check_threads(n_threads))) {}
+    // A CPU stream created by another device that computes on the CPU (CPU_REPACK).
+    cpu_backend(int n_threads, any_device dev) : cpu_backend(n_threads) { dev_ = std::move(dev); }
 
     static constexpr backend::guid cpu_guid = {0xaa, 0x67, 0xc7, 0x43, 0x96, 0xe6, 0xa3, 0x8a,
                                                0xe3, 0xaf, 0xea, 0x92, 0x36, 0xbc, 0xfc, 0x89};
     std::string_view name() const noexcept { return "CPU"; }
     backend::guid guid() const noexcept { return cpu_guid; }
-    any_device device() const { return cpu_device(); }
+    any_device device() const { return dev_ ? dev_ : cpu_device(); }
 
     int n_threads() const noexcept { return s_->pool.size(); }
     void set_n_threads(int n) { s_->pool.resize(check_threads(n)); }
@@ -169,7 +177,7 @@ private:
             if (!t.bytes() && t.lay.nelements() > 0)
                 fail(errc::invalid_argument, "CPU: tensor " + detail::tensor_desc(t) + " used by '" + user.name +
                                                  "' has no memory; allocate the graph first");
-            if (const any_buffer b = buffer_of(t); b && !b.is_host())
+            if (const any_buffer b = buffer_of(t); b && !b.is_host() && !(b.type() && b.type() == repack_buffer_type()))
                 fail(errc::invalid_argument, "CPU: tensor " + detail::tensor_desc(t) + " is in buffer '" + std::string(b.name()) +
                                                  "' (buffer type " + std::string(b.type() ? b.type().name() : "?") +
                                                  "), which the CPU cannot read; copy it to a host buffer or run the graph "
@@ -245,6 +253,7 @@ private:
     }
 
     std::unique_ptr<state> s_;
+    any_device dev_;
 };
 static_assert(backend<cpu_backend>);
 
@@ -310,7 +319,9 @@ public:
         return cpu_buffer_from_ptr(p, n);
     }
     bool supports_op(const node& x) const { return graph::cpu::unsupported_reason(x).empty(); }
-    bool supports_buft(const any_buffer_type& bt) const { return bt && bt.is_host(); }
+    // host memory, and CPU_REPACK (whose weights only mul_mat reads)
+    bool supports_buft(const any_buffer_type& bt) const { return bt && (bt.is_host() || bt == repack_buffer_type()); }
+    std::vector<any_buffer_type> extra_buffer_types() const { return {repack_buffer_type()}; }
 };
 static_assert(device<cpu_device_model>);
 static_assert(has_buffer_from_host_ptr<cpu_device_model> && !has_events<cpu_device_model>);
@@ -326,8 +337,8 @@ any_backend& cpu_checked(any_backend& b, const char* what);
 
 struct cpu_reg_model {
     std::string_view name() const noexcept { return "CPU"; }
-    std::size_t device_count() const noexcept { return 1; }
-    any_device device(std::size_t) const { return cpu_device(); }
+    std::size_t device_count() const noexcept { return 2; }
+    any_device device(std::size_t i) const { return i == 0 ? cpu_device() : repack_device(); }
     void* proc_address(std::string_view s) const noexcept;
 };
 static_assert(backend_reg<cpu_reg_model>);
@@ -367,3 +378,5 @@ inline void* cpu_reg_model::proc_address(std::string_view s) const noexcept {
 
 }  // namespace backend
 TESSERA_END_NAMESPACE
+
+#include "tessera/backend/repack.hpp"  // IWYU pragma: export (the CPU device's extra buffer type)

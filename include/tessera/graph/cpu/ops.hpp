@@ -74,12 +74,28 @@ inline float alibi_slope(float max_bias, std::int64_t h, std::int64_t n_head) {
 
 // Empty when the CPU executor computes this node exactly as ggml specifies; otherwise
 // a sentence saying what is not supported.
+// A source stored repacked (node::pack, kernels/quant/repack.hpp) can only be read by
+// mul_mat, as its weights, whole (not through a view).
+inline std::string repacked_source_reason(const node& n) {
+    for (int i = 0; i < max_src; ++i) {
+        const node* s = n.src[static_cast<std::size_t>(i)];
+        if (!s) continue;
+        const node& root = s->view_src ? *s->view_src : *s;
+        if (root.pack == packing::plain) continue;
+        if (n.op == op_kind::mul_mat && i == 0 && !s->is_view()) return {};
+        return "source '" + root.name + "' is stored repacked (buffer type CPU_REPACK); only mul_mat can read it, as its "
+               "whole first operand";
+    }
+    return {};
+}
+
 inline std::string unsupported_reason(const node& n) {
     using detail::is_float;
     const node* a = n.src[0];
     const node* b = n.src[1];
     const type_id t = n.lay.type;
     auto tn = [](type_id x) { return std::string(type_name(x)); };
+    if (std::string why = repacked_source_reason(n); !why.empty()) return why;
     switch (n.op) {
         case op_kind::none:
         case op_kind::view:
@@ -199,7 +215,9 @@ inline scratch_need scratch_for(const node& n) {
                 s.shared = detail::align_up(static_cast<std::size_t>(b.lay.nrows()) *
                                             static_cast<std::size_t>(row_size(quant::dot_partner_type(a.lay.type), K)));
                 s.per_thread = f(K + 16);
-                if (use_qgemm(a, b)) {  // + the packed activations, + the packed weight panel
+                if (a.pack == packing::rows4_x16) {  // + the packed activations (the weights are packed already)
+                    s.shared += detail::align_up(static_cast<std::size_t>(b.lay.nrows()) * kernels::qgemm_act_row_bytes(K));
+                } else if (use_qgemm(a, b)) {  // + the packed activations, + the packed weight panel
                     s.shared += detail::align_up(static_cast<std::size_t>(b.lay.nrows()) * kernels::qgemm_act_row_bytes(K));
                     s.per_thread += detail::align_up(kernels::qgemm_work_bytes(K));
                 }
@@ -709,7 +727,8 @@ void mul_mat_quant_typed(const node& d, const exec_params& p) {
     std::byte* bq = p.shared;
     float* buf = reinterpret_cast<float*>(p.scratch);
     constexpr bool packable = std::is_same_v<B, quant::block_q4_0> || std::is_same_v<B, quant::block_q8_0>;
-    const bool packed = packable && use_qgemm(a, b);
+    const bool repacked = packable && a.pack == packing::rows4_x16;
+    const bool packed = packable && (repacked || use_qgemm(a, b));
     const std::size_t prow = kernels::qgemm_act_row_bytes(K);
     std::byte* bp = bq + detail::align_up(static_cast<std::size_t>(b.lay.nrows()) * qrow);
     {
@@ -728,6 +747,25 @@ void mul_mat_quant_typed(const node& d, const exec_params& p) {
     const std::int64_t chunks = (M + mul_mat_chunk - 1) / mul_mat_chunk;
     const auto [c0, c1] = p.split(chunks * B2 * B3);
     if constexpr (packable) {
+        if (repacked) {  // weights already in the rows4_x16 layout: every column count through the tiles
+            const auto gemm = [&] {
+                if constexpr (std::is_same_v<B, quant::block_q4_0>) return simd::kernel_for<kernels::gemm_q4_0_rows4>(k.arch);
+                else return simd::kernel_for<kernels::gemm_q8_0_rows4>(k.arch);
+            }();
+            const std::size_t slice = kernels::repacked_bytes(a.lay.type, K, M), quad = kernels::repack_quad_bytes(a.lay.type, K);
+            const std::size_t ldo = d.lay.nb[1] / 4;
+            for (std::int64_t c = c0; c < c1; ++c) {
+                const std::int64_t ch = c % chunks;
+                const std::int64_t i2 = (c / chunks) % B2, i3 = c / chunks / B2;
+                const std::int64_t m0 = ch * mul_mat_chunk, ml = std::min(mul_mat_chunk, M - m0);
+                const auto s = static_cast<std::size_t>((i3 / r3) * a.lay.ne[2] + i2 / r2);
+                const std::byte* x = a.bytes() + s * slice + static_cast<std::size_t>(m0 / 4) * quad;
+                const std::byte* y = bp + static_cast<std::size_t>((i3 * B2 + i2) * N) * prow;
+                float* o = reinterpret_cast<float*>(row_ptr(d, 0, i2, i3)) + m0;
+                gemm(K, ml, N, x, y, prow, o, ldo);
+            }
+            return;
+        }
         if (packed) {
             const auto gemm = [&] {
                 if constexpr (std::is_same_v<B, quant::block_q4_0>) return simd::kernel_for<kernels::gemm_q4_0>(k.arch);
