@@ -1,67 +1,131 @@
-// mul_mat through the graph executor: 4096 x 4096 weights (f32, f16, bf16) times
-// N = 1, 64, 512 f32 columns, at 1 and 2 threads. Reports GFLOP/s and the ratio to
-// the machine's f32 FMA peak (N >= 64) or, for N = 1, the weight bytes streamed per
-// second as a ratio to the DRAM read bandwidth (both measured in this process).
+// mul_mat through the CPU backend: 4096 x 4096 weights times N = 1, 64, 512 f32 columns,
+// at 1 and 2 threads, for f32, f16, bf16, q8_0, q4_0, q4_K, q6_K weights in a CPU
+// buffer and for q4_0 / q8_0 weights in the CPU_REPACK buffer (backend/repack.hpp,
+// names ending in "_repack").
+//
+//   N >= 64  GFLOP/s and fma_ratio = GFLOP/s / the f32 FMA peak measured in this process
+//            (the weights are re-read each time: compute-bound)
+//   N = 1    weight_GB/s and dram_ratio = weight_GB/s / the DRAM read bandwidth measured
+//            in this process; the benchmark cycles through >= 1 GiB of weight copies so
+//            every product reads its weights from DRAM ("stream")
 #include <benchmark/benchmark.h>
 
+#include <chrono>
+#include <cstring>
 #include <memory>
 #include <random>
+#include <string>
+#include <vector>
 
 #include "machine.hpp"
+#include "tessera/backend/all.hpp"
 #include "tessera/graph/all.hpp"
+#include "tessera/quant/reference.hpp"
 
 namespace {
 using namespace tessera;
 using namespace tessera::graph;
+namespace be = tessera::backend;
 
-void fill(node* n) {
-    std::mt19937 rng(42);
+constexpr std::int64_t K = 4096, M = 4096;
+
+std::vector<float> random_floats(std::size_t n, unsigned seed) {
+    std::mt19937 rng(seed);
     std::uniform_real_distribution<float> d(-1.f, 1.f);
-    auto* p = n->data;
-    const auto cnt = n->lay.nelements();
-    for (std::int64_t i = 0; i < cnt; ++i) {
-        const float v = d(rng);
-        switch (n->lay.type) {
-            case type_id::f32: std::memcpy(p + i * 4, &v, 4); break;
-            case type_id::f16: { auto b = f16::from_float(v).bits; std::memcpy(p + i * 2, &b, 2); break; }
-            case type_id::bf16: { auto b = bf16::from_float(v).bits; std::memcpy(p + i * 2, &b, 2); break; }
-            default: break;
-        }
-    }
+    std::vector<float> v(n);
+    for (float& x : v) x = d(rng);
+    return v;
 }
 
-void bm_mul_mat(benchmark::State& st, type_id wt) {
-    const std::int64_t K = 4096, M = 4096, N = st.range(0);
-    const int threads = static_cast<int>(st.range(1));
-    context ctx;
-    node* w = ctx.new_tensor(wt, {K, M, 1, 1});
-    node* x = ctx.new_tensor(type_id::f32, {K, N, 1, 1});
-    fill(w);
-    fill(x);
-    auto y = mul_mat(any_tensor(w), any_tensor(x));
-    cgraph g;
-    g.build_forward_expand(y);
-    cpu_executor ex(threads);
-    ex.compute(g);
-    for (auto _ : st) ex.compute(g);
-    const double flop = 2.0 * static_cast<double>(M * N * K);
-    st.counters["GFLOP/s"] = benchmark::Counter(flop / 1e9, benchmark::Counter::kIsIterationInvariantRate);
-    const double t = st.iterations() ? 1.0 : 0.0;
-    (void)t;
-    if (N >= 64) {
-        st.counters["peak"] = tessera_bench::fma_peak_gflops(threads);
-    } else {
-        st.counters["dram_GBs"] = tessera_bench::dram_read_gbs(threads);
-        st.SetBytesProcessed(static_cast<std::int64_t>(st.iterations()) * static_cast<std::int64_t>(w->lay.nbytes()));
+// The weights' bytes in type t (quantized / converted from one random f32 matrix).
+const std::vector<std::byte>& weight_bytes(type_id t) {
+    static type_id cached_t = type_id::f32;
+    static std::vector<std::byte> cached;
+    if (cached.empty() || cached_t != t) {
+        const auto f = random_floats(static_cast<std::size_t>(K * M), 42);
+        cached.assign(static_cast<std::size_t>(row_size(t, K) * M), std::byte{0});
+        if (t == type_id::f32) {
+            std::memcpy(cached.data(), f.data(), cached.size());
+        } else if (t == type_id::f16 || t == type_id::bf16) {
+            for (std::size_t i = 0; i < f.size(); ++i) {
+                const std::uint16_t b = t == type_id::f16 ? f16::from_float(f[i]).bits : bf16::from_float(f[i]).bits;
+                std::memcpy(cached.data() + 2 * i, &b, 2);
+            }
+        } else {
+            quant::quantize(t, f.data(), cached.data(), M, K);
+        }
+        cached_t = t;
     }
+    return cached;
+}
+
+void bm_mul_mat(benchmark::State& st, type_id wt, bool repack) {
+    const std::int64_t N = st.range(0);
+    const int threads = static_cast<int>(st.range(1));
+    const bool stream = N == 1;
+    const auto& wb = weight_bytes(wt);
+    const std::size_t copies = stream ? std::max<std::size_t>(2, ((std::size_t{1} << 30) + wb.size() - 1) / wb.size()) : 1;
+
+    context ctx({true});
+    std::vector<node*> ws;
+    for (std::size_t c = 0; c < copies; ++c) ws.push_back(ctx.new_tensor(wt, {K, M, 1, 1}, "w" + std::to_string(c)));
+    node* x = ctx.new_tensor(type_id::f32, {K, N, 1, 1}, "x");
+    std::vector<std::unique_ptr<cgraph>> graphs;
+    std::vector<node*> rest{x};
+    for (node* w : ws) {
+        auto g = std::make_unique<cgraph>();
+        any_tensor y = mul_mat(any_tensor(w), any_tensor(x));
+        g->build_forward_expand(y);
+        rest.push_back(y.get());
+        graphs.push_back(std::move(g));
+    }
+    be::any_buffer wbuf = be::alloc_tensors(ws, repack ? be::repack_buffer_type() : be::cpu_buffer_type(), be::buffer_usage::weights);
+    be::any_buffer cbuf = be::alloc_tensors(rest, be::cpu_buffer_type());
+    for (node* w : ws) be::tensor_set(*w, wb.data(), 0, wb.size());
+    const auto xf = random_floats(static_cast<std::size_t>(K * N), 7);
+    be::tensor_set(*x, xf.data(), 0, xf.size() * 4);
+    if (repack && ws[0]->pack != packing::rows4_x16) {
+        st.SkipWithError("weights were not repacked");
+        return;
+    }
+
+    be::cpu_backend cpu(threads);
+    cpu.graph_compute(*graphs[0]);
+    std::size_t c = 0;
+    const auto t0 = std::chrono::steady_clock::now();
+    for (auto _ : st) {
+        cpu.graph_compute(*graphs[c]);
+        c = (c + 1) % copies;
+    }
+    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const auto iters = static_cast<double>(st.iterations());
+    const double gflops = 2.0 * static_cast<double>(M * N * K) * iters / secs / 1e9;
+    st.counters["GFLOP/s"] = gflops;
+    if (stream) {
+        const double gbs = static_cast<double>(wb.size()) * iters / secs / 1e9;
+        st.SetBytesProcessed(static_cast<std::int64_t>(st.iterations()) * static_cast<std::int64_t>(wb.size()));
+        st.counters["weight_GB/s"] = gbs;
+        st.counters["dram_GB/s"] = tessera_bench::dram_read_gbs(threads);
+        st.counters["dram_ratio"] = gbs / tessera_bench::dram_read_gbs(threads);
+    } else {
+        st.counters["fma_peak"] = tessera_bench::fma_peak_gflops(threads);
+        st.counters["fma_ratio"] = gflops / tessera_bench::fma_peak_gflops(threads);
+    }
+    st.SetLabel(std::string(simd::name_of(simd::active_arch())));
 }
 
 void args(benchmark::internal::Benchmark* b) {
     for (int n : {1, 64, 512})
         for (int t : {1, 2}) b->Args({n, t});
-    b->ArgNames({"N", "threads"})->Unit(benchmark::kMillisecond)->UseRealTime();
+    b->ArgNames({"N", "threads"})->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(0.3);
 }
-BENCHMARK_CAPTURE(bm_mul_mat, f32, type_id::f32)->Apply(args);
-BENCHMARK_CAPTURE(bm_mul_mat, f16, type_id::f16)->Apply(args);
-BENCHMARK_CAPTURE(bm_mul_mat, bf16, type_id::bf16)->Apply(args);
+BENCHMARK_CAPTURE(bm_mul_mat, f32, type_id::f32, false)->Apply(args);
+BENCHMARK_CAPTURE(bm_mul_mat, f16, type_id::f16, false)->Apply(args);
+BENCHMARK_CAPTURE(bm_mul_mat, bf16, type_id::bf16, false)->Apply(args);
+BENCHMARK_CAPTURE(bm_mul_mat, q8_0, type_id::q8_0, false)->Apply(args);
+BENCHMARK_CAPTURE(bm_mul_mat, q8_0_repack, type_id::q8_0, true)->Apply(args);
+BENCHMARK_CAPTURE(bm_mul_mat, q4_0, type_id::q4_0, false)->Apply(args);
+BENCHMARK_CAPTURE(bm_mul_mat, q4_0_repack, type_id::q4_0, true)->Apply(args);
+BENCHMARK_CAPTURE(bm_mul_mat, q4_K, type_id::q4_K, false)->Apply(args);
+BENCHMARK_CAPTURE(bm_mul_mat, q6_K, type_id::q6_K, false)->Apply(args);
 }  // namespace
