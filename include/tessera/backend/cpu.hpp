@@ -57,11 +57,11 @@ any_buffer_type repack_buffer_type();
 
 class cpu_buffer {
 public:
-    // Owned, zeroed memory of n bytes (n = 0: no memory, base() is null).
-    explicit cpu_buffer(std::size_t n) : size_(n), owned_(true) {
+    // Owned, zeroed memory of n bytes aligned to `align` (n = 0: no memory, base() is null).
+    explicit cpu_buffer(std::size_t n, std::size_t align = cpu_alignment) : size_(n), align_(align), owned_(true) {
         if (n) {
             try {
-                base_ = static_cast<std::byte*>(::operator new(n, std::align_val_t(cpu_alignment)));
+                base_ = static_cast<std::byte*>(::operator new(n, std::align_val_t(align_)));
             } catch (const std::bad_alloc&) {
                 fail(errc::out_of_memory, "CPU buffer: could not allocate " + std::to_string(n) + " bytes");
             }
@@ -70,11 +70,12 @@ public:
     }
     // Wraps user memory without copying; the caller keeps it alive.
     cpu_buffer(void* p, std::size_t n) noexcept : base_(static_cast<std::byte*>(p)), size_(n), owned_(false) {}
-    cpu_buffer(cpu_buffer&& o) noexcept : base_(std::exchange(o.base_, nullptr)), size_(o.size_), owned_(o.owned_) {}
+    cpu_buffer(cpu_buffer&& o) noexcept
+        : base_(std::exchange(o.base_, nullptr)), size_(o.size_), align_(o.align_), owned_(o.owned_) {}
     cpu_buffer& operator=(cpu_buffer&&) = delete;
     cpu_buffer(const cpu_buffer&) = delete;
     ~cpu_buffer() {
-        if (owned_ && base_) ::operator delete(base_, std::align_val_t(cpu_alignment));
+        if (owned_ && base_) ::operator delete(base_, std::align_val_t(align_));
     }
 
     std::string_view name() const noexcept { return owned_ ? "CPU" : "CPU_Mapped"; }
@@ -91,6 +92,7 @@ public:
 private:
     std::byte* base_ = nullptr;
     std::size_t size_ = 0;
+    std::size_t align_ = cpu_alignment;
     bool owned_ = true;
 };
 static_assert(buffer<cpu_buffer>);
@@ -177,7 +179,7 @@ private:
             if (!t.bytes() && t.lay.nelements() > 0)
                 fail(errc::invalid_argument, "CPU: tensor " + detail::tensor_desc(t) + " used by '" + user.name +
                                                  "' has no memory; allocate the graph first");
-            if (const any_buffer b = buffer_of(t); b && !b.is_host() && !(b.type() && b.type() == repack_buffer_type()))
+            if (const any_buffer b = buffer_of(t); b && !b.is_host() && !cpu_device().supports_buft(b.type()))
                 fail(errc::invalid_argument, "CPU: tensor " + detail::tensor_desc(t) + " is in buffer '" + std::string(b.name()) +
                                                  "' (buffer type " + std::string(b.type() ? b.type().name() : "?") +
                                                  "), which the CPU cannot read; copy it to a host buffer or run the graph "

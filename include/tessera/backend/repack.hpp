@@ -23,7 +23,6 @@
 #include <cstring>
 #include <string>
 #include <string_view>
-#include <utility>
 #include <vector>
 
 #include "tessera/backend/any.hpp"
@@ -45,7 +44,7 @@ inline bool repackable(const node& x) noexcept {
 
 class repack_buffer {
 public:
-    explicit repack_buffer(std::size_t n) : mem_(n) {}
+    explicit repack_buffer(std::size_t n) : mem_(n, repack_alignment) {}
 
     std::string_view name() const noexcept { return "CPU_REPACK"; }
     std::byte* base() const noexcept { return mem_.base(); }
@@ -108,31 +107,7 @@ private:
         return plain;
     }
 
-    struct memory {
-        explicit memory(std::size_t n) : n_(n) {
-            if (!n) return;
-            try {
-                p_ = static_cast<std::byte*>(::operator new(n, std::align_val_t(repack_alignment)));
-            } catch (const std::bad_alloc&) {
-                fail(errc::out_of_memory, "CPU_REPACK buffer: could not allocate " + std::to_string(n) + " bytes");
-            }
-            std::memset(p_, 0, n);
-        }
-        memory(memory&& o) noexcept : p_(std::exchange(o.p_, nullptr)), n_(o.n_) {}
-        memory(const memory&) = delete;
-        memory& operator=(const memory&) = delete;
-        memory& operator=(memory&&) = delete;
-        ~memory() {
-            if (p_) ::operator delete(p_, std::align_val_t(repack_alignment));
-        }
-        std::byte* base() const noexcept { return p_; }
-        std::size_t size() const noexcept { return n_; }
-
-    private:
-        std::byte* p_ = nullptr;
-        std::size_t n_ = 0;
-    };
-    memory mem_;
+    cpu_buffer mem_;  // owned, zeroed memory
     std::vector<entry> packed_;
 };
 static_assert(buffer<repack_buffer>);

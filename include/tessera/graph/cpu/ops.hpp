@@ -215,12 +215,11 @@ inline scratch_need scratch_for(const node& n) {
                 s.shared = detail::align_up(static_cast<std::size_t>(b.lay.nrows()) *
                                             static_cast<std::size_t>(row_size(quant::dot_partner_type(a.lay.type), K)));
                 s.per_thread = f(K + 16);
-                if (a.pack == packing::rows4_x16) {  // + the packed activations (the weights are packed already)
+                const bool repacked = a.pack == packing::rows4_x16;
+                if (repacked || use_qgemm(a, b))  // + the packed activations
                     s.shared += detail::align_up(static_cast<std::size_t>(b.lay.nrows()) * kernels::qgemm_act_row_bytes(K));
-                } else if (use_qgemm(a, b)) {  // + the packed activations, + the packed weight panel
-                    s.shared += detail::align_up(static_cast<std::size_t>(b.lay.nrows()) * kernels::qgemm_act_row_bytes(K));
+                if (!repacked && use_qgemm(a, b))  // + the panel of plain weights packed per call
                     s.per_thread += detail::align_up(kernels::qgemm_work_bytes(K));
-                }
                 return s;
             }
             if (a.lay.type != type_id::f32) s.per_thread = f(mul_mat_chunk * K);
@@ -747,40 +746,31 @@ void mul_mat_quant_typed(const node& d, const exec_params& p) {
     const std::int64_t chunks = (M + mul_mat_chunk - 1) / mul_mat_chunk;
     const auto [c0, c1] = p.split(chunks * B2 * B3);
     if constexpr (packable) {
-        if (repacked) {  // weights already in the rows4_x16 layout: every column count through the tiles
+        if (packed) {  // repacked weights (rows4_x16) are read in place, plain ones packed per 16-row panel
+            constexpr bool q4 = std::is_same_v<B, quant::block_q4_0>;
             const auto gemm = [&] {
-                if constexpr (std::is_same_v<B, quant::block_q4_0>) return simd::kernel_for<kernels::gemm_q4_0_rows4>(k.arch);
+                if constexpr (q4) return simd::kernel_for<kernels::gemm_q4_0>(k.arch);
+                else return simd::kernel_for<kernels::gemm_q8_0>(k.arch);
+            }();
+            const auto gemm_r4 = [&] {
+                if constexpr (q4) return simd::kernel_for<kernels::gemm_q4_0_rows4>(k.arch);
                 else return simd::kernel_for<kernels::gemm_q8_0_rows4>(k.arch);
             }();
+            std::byte* work = p.scratch + detail::align_up(static_cast<std::size_t>(K + 16) * 4);
             const std::size_t slice = kernels::repacked_bytes(a.lay.type, K, M), quad = kernels::repack_quad_bytes(a.lay.type, K);
             const std::size_t ldo = d.lay.nb[1] / 4;
             for (std::int64_t c = c0; c < c1; ++c) {
                 const std::int64_t ch = c % chunks;
                 const std::int64_t i2 = (c / chunks) % B2, i3 = c / chunks / B2;
                 const std::int64_t m0 = ch * mul_mat_chunk, ml = std::min(mul_mat_chunk, M - m0);
-                const auto s = static_cast<std::size_t>((i3 / r3) * a.lay.ne[2] + i2 / r2);
-                const std::byte* x = a.bytes() + s * slice + static_cast<std::size_t>(m0 / 4) * quad;
                 const std::byte* y = bp + static_cast<std::size_t>((i3 * B2 + i2) * N) * prow;
                 float* o = reinterpret_cast<float*>(row_ptr(d, 0, i2, i3)) + m0;
-                gemm(K, ml, N, x, y, prow, o, ldo);
-            }
-            return;
-        }
-        if (packed) {
-            const auto gemm = [&] {
-                if constexpr (std::is_same_v<B, quant::block_q4_0>) return simd::kernel_for<kernels::gemm_q4_0>(k.arch);
-                else return simd::kernel_for<kernels::gemm_q8_0>(k.arch);
-            }();
-            std::byte* work = p.scratch + detail::align_up(static_cast<std::size_t>(K + 16) * 4);
-            const std::size_t ldo = d.lay.nb[1] / 4;
-            for (std::int64_t c = c0; c < c1; ++c) {
-                const std::int64_t ch = c % chunks;
-                const std::int64_t i2 = (c / chunks) % B2, i3 = c / chunks / B2;
-                const std::int64_t m0 = ch * mul_mat_chunk, ml = std::min(mul_mat_chunk, M - m0);
-                const auto* x = reinterpret_cast<const B*>(row_ptr(a, m0, i2 / r2, i3 / r3));
-                const std::byte* y = bp + static_cast<std::size_t>((i3 * B2 + i2) * N) * prow;
-                float* o = reinterpret_cast<float*>(row_ptr(d, 0, i2, i3)) + m0;
-                gemm(K, ml, N, x, a.lay.nb[1], y, prow, o, ldo, work);
+                if (repacked) {
+                    const auto sl = static_cast<std::size_t>((i3 / r3) * a.lay.ne[2] + i2 / r2);
+                    gemm_r4(K, ml, N, a.bytes() + sl * slice + static_cast<std::size_t>(m0 / 4) * quad, y, prow, o, ldo);
+                } else {
+                    gemm(K, ml, N, reinterpret_cast<const B*>(row_ptr(a, m0, i2 / r2, i3 / r3)), a.lay.nb[1], y, prow, o, ldo, work);
+                }
             }
             return;
         }
