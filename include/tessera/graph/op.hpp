@@ -161,6 +161,12 @@ struct argsort_params {
 struct top_k_params {
     int k;
 };
+// tri: which triangle of a square matrix is kept (ggml_tri_type, in ggml's order); column
+// i0 against row i1: upper_diag i0 >= i1, upper i0 > i1, lower_diag i0 <= i1, lower i0 < i1.
+enum class tri_type : std::uint8_t { upper_diag, upper, lower_diag, lower };
+struct tri_params {
+    tri_type type;
+};
 struct pad_params {
     std::array<int, 4> left{}, right{};
 };
@@ -172,7 +178,8 @@ using op_params = std::variant<std::monostate, unary_params, glu_params, scale_p
                                leaky_relu_params, fill_params, norm_params, group_norm_params, view_params,
                                concat_params, diag_mask_params, soft_max_params, rope_params,
                                flash_attn_params, mul_mat_params, cpy_params, set_params, arange_params, argsort_params,
-                               top_k_params, pad_params, roll_params>;
+                               top_k_params, pad_params, roll_params,
+                               tri_params>;
 
 }  // namespace graph
 TESSERA_END_NAMESPACE

@@ -18,6 +18,9 @@
 
 #include "tessera/config.hpp"
 #include "tessera/core/error.hpp"
+#include "tessera/graph/cpu/ops_arith.hpp"
+#include "tessera/graph/cpu/ops_products.hpp"
+#include "tessera/graph/cpu/ops_sort.hpp"
 #include "tessera/graph/cpu/rows.hpp"
 #include "tessera/graph/node.hpp"
 #include "tessera/kernels/quant/gemm.hpp"
@@ -177,6 +180,18 @@ inline std::string unsupported_reason(const node& n) {
             if (is_float(k->lay.type) && is_float(v->lay.type)) return {};
             return "flash_attn_ext with " + tn(k->lay.type) + " K / " + tn(v->lay.type) + " V";
         }
+        case op_kind::add1:
+        case op_kind::acc:
+        case op_kind::set:
+        case op_kind::diag:
+        case op_kind::tri:
+        case op_kind::cumsum:
+        case op_kind::repeat_back:
+        case op_kind::group_norm: return arith_unsupported_reason(n);  // ops_arith.hpp
+        case op_kind::argsort:
+        case op_kind::top_k: return sort_unsupported_reason(n);  // ops_sort.hpp
+        case op_kind::out_prod:
+        case op_kind::mul_mat_id: return products_unsupported_reason(n);  // ops_products.hpp
         default: return "op " + std::string(op_name(n.op)) + " is not implemented on the CPU yet";
     }
 }
@@ -231,6 +246,10 @@ inline scratch_need scratch_for(const node& n) {
             return {f((impl_fa_q_block + 1) * (dk + dv) + 2 * impl_fa_q_block + 64), 0};
         }
         case op_kind::rope: return {f(4 * rowf), 0};
+        case op_kind::mul_mat_id: {
+            const auto [per_thread, shared] = mul_mat_id_scratch(n);
+            return {per_thread, shared};
+        }
         case op_kind::none:
         case op_kind::view:
         case op_kind::reshape:
@@ -1025,6 +1044,18 @@ inline void compute_node(const node& n, const exec_params& p) {
         case op_kind::rope: return impl::rope(n, p);
         case op_kind::mul_mat: return impl::mul_mat(n, p);
         case op_kind::flash_attn_ext: return impl::flash_attn_ext(n, p);
+        case op_kind::add1: return impl::add1(n, p);
+        case op_kind::acc:
+        case op_kind::set: return impl::acc_set(n, p);
+        case op_kind::diag: return impl::diag(n, p);
+        case op_kind::tri: return impl::tri(n, p);
+        case op_kind::cumsum: return impl::cumsum(n, p);
+        case op_kind::repeat_back: return impl::repeat_back(n, p);
+        case op_kind::group_norm: return impl::group_norm(n, p);
+        case op_kind::argsort:
+        case op_kind::top_k: return impl::sort_rows(n, p);
+        case op_kind::out_prod: return impl::out_prod(n, p);
+        case op_kind::mul_mat_id: return impl::mul_mat_id(n, p);
         default: return;  // refused by unsupported_reason before any compute
     }
 }
@@ -1042,6 +1073,9 @@ inline bool implements(op_kind op) noexcept {
         case op_kind::concat: case op_kind::get_rows: case op_kind::set_rows: case op_kind::diag_mask_inf:
         case op_kind::diag_mask_zero: case op_kind::soft_max: case op_kind::rope: case op_kind::mul_mat:
         case op_kind::flash_attn_ext: return true;
+        case op_kind::add1: case op_kind::acc: case op_kind::set: case op_kind::diag: case op_kind::tri:
+        case op_kind::cumsum: case op_kind::repeat_back: case op_kind::group_norm: case op_kind::argsort:
+        case op_kind::top_k: case op_kind::out_prod: case op_kind::mul_mat_id: return true;
         default: return false;
     }
 }

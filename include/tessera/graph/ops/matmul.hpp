@@ -1,7 +1,9 @@
 // Matrix products. mul_mat(a, b): a [K, M, A2, A3] (the weights: f32, f16, bf16 or a
 // block type), b [K, N, B2, B3] with B2 % A2 == 0 and B3 % A3 == 0, gives f32
 // [M, N, B2, B3] with out[m, n] = dot(row m of a, row n of b); a is broadcast over
-// b's batch dims. out_prod(a, b): a [M, K, ...], b [N, K, ...] -> f32 [M, N, ...].
+// b's batch dims. out_prod(a, b): a [M, K, A2, A3] (f32, f16, bf16 or a block type),
+// b f32 [N, K, B2, B3] -> f32 [M, N, B2, B3], out[m, n] = sum_k a[m, k] * b[n, k], a
+// broadcast over b's batch dims as in mul_mat.
 #pragma once
 
 #include "tessera/graph/ops/common.hpp"
@@ -27,8 +29,11 @@ inline node* mul_mat(node* a, node* b, bool prec_f32) {
     return make(*a->ctx, type_id::f32, {la.ne[1], lb.ne[1], lb.ne[2], lb.ne[3]}, op_kind::mul_mat, mul_mat_params{prec_f32}, {a, b});
 }
 inline node* out_prod(node* a, node* b) {
-    check_float("out_prod", a, "a");
+    check_not_null("out_prod", a, "a");
+    if (!is_float_type(a->lay.type) && !is_quantized(a->lay.type))
+        op_fail("out_prod", errc::unsupported, "a " + desc(a) + " must be f32, f16, bf16 or a block type");
     check_type("out_prod", b, type_id::f32, "b");
+    check_same_context("out_prod", a, b);
     if (a->lay.ne[1] != b->lay.ne[1])
         op_fail("out_prod", errc::shape_mismatch, "a " + desc(a) + " and b " + desc(b) + " differ in K (dim 1)");
     if (b->lay.ne[2] % a->lay.ne[2] != 0 || b->lay.ne[3] % a->lay.ne[3] != 0)
@@ -57,7 +62,7 @@ inline any_tensor mul_mat(any_tensor a, any_tensor b, bool prec_f32 = false) {
     return any_tensor(detail::mul_mat(a.get(), b.get(), prec_f32));
 }
 
-template <float_element Ta, int Ra, int Rb>
+template <weight_element Ta, int Ra, int Rb>
 tensor<float, detail::max_rank(2, Rb)> out_prod(tensor<Ta, Ra> a, tensor<float, Rb> b) {
     return tensor<float, detail::max_rank(2, Rb)>(detail::out_prod(a.get(), b.get()));
 }
