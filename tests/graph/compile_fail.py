@@ -34,6 +34,13 @@ OK = """
     auto p = rope(t3, new_tensor<std::int32_t, 1>(ctx, {2}), 8, 0);
     static_assert(std::is_same_v<decltype(m), tensor<float, 2>>);
     static_assert(std::is_same_v<decltype(r), tensor<float, 2>>);
+    auto o = argsort(x, sort_order::desc);
+    auto d = diag(v);
+    auto e = mul_mat_id(new_tensor<quant::block_q4_0, 3>(ctx, {64, 4, 3}), new_tensor<float, 3>(ctx, {64, 1, 2}),
+                        new_tensor<std::int32_t, 2>(ctx, {2, 2}));
+    static_assert(std::is_same_v<decltype(o), tensor<std::int32_t, 2>>);
+    static_assert(std::is_same_v<decltype(d), tensor<float, 2>>);
+    static_assert(std::is_same_v<decltype(e), tensor<float, 3>>);
     (void)a; (void)s; (void)p;
 """
 
@@ -47,6 +54,13 @@ CASES = [
     ("mul_mat with index weights", "mul_mat(i, x);", r"a \(the weights\) must hold"),
     ("get_rows with float indices", "get_rows(x, v);", "the indices must be a tensor<int32_t, R>"),
     ("argmax of a vector", "argmax(v);", "argmax: the operand must be a tensor<float, 2>"),
+    ("add1 of a block-typed tensor", "add1(q, v);", "add1: both operands must be tensors of f32, f16 or bf16"),
+    ("set of an index tensor into a float one", "set(x, i, 0, 0, 0, 0);", "set: a and b must both hold f32, f16 or bf16"),
+    ("argsort of an index tensor", "argsort(i);", "argsort: the operand must be a tensor of f32, f16 or bf16"),
+    ("top_k of a block-typed tensor", "top_k(q, 2);", "top_k: the operand must be a tensor of f32, f16 or bf16"),
+    ("group_norm of an index tensor", "group_norm(i, 2, 1e-6f);", "group_norm: the operand must be a tensor of f32, f16 or bf16"),
+    ("mul_mat_id with rank-2 weights", "mul_mat_id(x, t3, new_tensor<std::int32_t, 2>(ctx, {2, 4}));",
+     "mul_mat_id: as must be a rank-3 tensor"),
     ("transpose of a rank-1 tensor", "transpose(v);", "a rank-1 tensor has no second dim"),
     ("rope of a matrix", "rope(x, i, 8, 0);", "a must be a float tensor of rank >= 3"),
     ("tensor of rank 5", "tensor<float, 5> bad;", "constraints not satisfied|constraint|not satisfied"),

@@ -153,6 +153,24 @@ TEST_CASE("ops: acc and set into strided views of a, float types, i32 set, in pl
             for (int i = 0; i < 3; ++i) o.v[static_cast<std::size_t>(9 + 5 + r * 18 + i)] = in[2].at(i, r);
         return o;
     });
+    check("set_1d_inplace, set_2d_inplace any_tensor", [](context& ctx) {
+        built b;
+        node* a = ctx.new_tensor(type_id::f16, {9, 4, 1, 1});
+        node* r1 = ctx.new_tensor(type_id::f32, {4, 1, 1, 1});
+        node* r2 = ctx.new_tensor(type_id::f16, {3, 2, 1, 1});
+        any_tensor s1 = set_1d_inplace(any_tensor(a), any_tensor(r1), 2 * 2);
+        any_tensor s2 = set_2d_inplace(s1, any_tensor(r2), a->lay.nb[1] * 2, a->lay.nb[1] + 5 * 2);
+        b.out = s2.get();
+        b.inputs = {a, r1, r2};
+        return b;
+    },
+    [](const std::vector<host>& in) {
+        host o = in[0];
+        for (int i = 0; i < 4; ++i) o.v[static_cast<std::size_t>(2 + i)] = in[1].v[static_cast<std::size_t>(i)];
+        for (int r = 0; r < 2; ++r)
+            for (int i = 0; i < 3; ++i) o.v[static_cast<std::size_t>(9 + 5 + r * 18 + i)] = in[2].at(i, r);
+        return o;
+    });
 }
 
 // ---- diag, tri, cumsum, repeat_back ------------------------------------------------------------
@@ -466,7 +484,8 @@ TEST_CASE("ops: mul_mat_id float and block types as experts, broadcast b, unused
     const mi cases[] = {{4, 2, 1, 1, 16, 256, false}, {8, 4, 4, 5, 33, 256, false}, {4, 2, 2, 17, 70, 256, true},
                         {16, 3, 1, 2, 130, 256, false}, {2, 2, 2, 70, 8, 256, false}};
     const type_id types[] = {type_id::f32,  type_id::f16,  type_id::bf16, type_id::q4_0, type_id::q8_0,
-                             type_id::q4_1, type_id::q4_K, type_id::q6_K, type_id::iq4_nl};
+                             type_id::q4_1, type_id::q5_0, type_id::q2_K, type_id::q4_K, type_id::q6_K,
+                             type_id::iq4_nl, type_id::mxfp4, type_id::tq2_0};
     for (const auto& c : cases)
         for (type_id ta : types)
             for (type_id tb : {type_id::f32, type_id::f16}) {
@@ -528,6 +547,8 @@ TEST_CASE("ops more: bad shapes and types give a tessera::error naming the op") 
     throws_naming([&] { acc(t(type_id::i32, {4, 4, 1, 1}), t(type_id::i32, {2, 1, 1, 1}), 16, 64, 64, 0); }, "acc");
     throws_naming([&] { set(t(type_id::i32, {4, 4, 1, 1}), t(f, {2, 1, 1, 1}), 16, 64, 64, 0); }, "set");
     throws_naming([&] { set(transpose(t(f, {4, 4, 1, 1})), t(f, {2, 1, 1, 1}), 16, 64, 64, 0); }, "set");  // a not contiguous
+    throws_naming([&] { set_1d(any_tensor(), t(f, {2, 1, 1, 1}), 0); }, "set");                    // empty a
+    throws_naming([&] { set_2d(t(f, {4, 4, 1, 1}), t(f, {3, 2, 1, 1}), 16, 16 * 3); }, "set");      // past a
     throws_naming([&] { diag(t(f, {4, 2, 1, 1})); }, "diag");
     throws_naming([&] { tri(t(f, {4, 3, 1, 1}), tri_type::lower); }, "tri");
     throws_naming([&] { tri(t(type_id::q4_0, {32, 32, 1, 1}), tri_type::lower); }, "tri");
@@ -587,4 +608,40 @@ TEST_CASE("ops more: the executor refuses unsupported types and out-of-range exp
             CHECK(std::string(e.what()).find("iq2_xxs") != std::string::npos);
         }
     }
+}
+
+TEST_CASE("ops more: typed forms give ggml's result shapes and element types") {
+    context ctx({.no_alloc = true});
+    auto x = new_tensor<float, 2>(ctx, {8, 4});
+    auto h = new_tensor<f16, 3>(ctx, {6, 6, 3});
+    auto s = new_tensor<float, 1>(ctx, {1});
+    auto v = new_tensor<bf16, 1>(ctx, {5});
+    auto q = new_tensor<quant::block_q8_0, 3>(ctx, {64, 16, 4});
+    auto b = new_tensor<float, 3>(ctx, {64, 2, 3});
+    auto ids = new_tensor<std::int32_t, 2>(ctx, {4, 3});
+    auto i = new_tensor<std::int32_t, 2>(ctx, {8, 4});
+    auto j = new_tensor<std::int32_t, 1>(ctx, {3});
+
+    tensor<float, 2> r1 = add1(x, s);
+    tensor<float, 2> r2 = acc_inplace(x, new_tensor<f16, 1>(ctx, {3}), x.nb(1), x.nb(2), x.nb(3), 4);
+    tensor<std::int32_t, 2> r3 = set(i, j, i.nb(1), i.nb(2), i.nb(3), 8);
+    tensor<bf16, 2> r4 = diag(v);
+    tensor<f16, 3> r5 = tri(h, tri_type::lower);
+    tensor<f16, 3> r6 = cumsum(h);
+    tensor<f16, 3> r7 = group_norm(h, 2, 1e-5f);
+    tensor<std::int32_t, 3> r8 = argsort_top_k(h, 2);
+    tensor<float, 2> r9 = out_prod(new_tensor<quant::block_q8_0, 2>(ctx, {32, 5}), new_tensor<float, 2>(ctx, {7, 5}));
+    tensor<float, 3> r10 = mul_mat_id(q, b, ids);
+    CHECK(r1.lay().ne == std::array<std::int64_t, 4>{8, 4, 1, 1});
+    CHECK(r2.get()->view_src == x.get());  // in place: a view of x
+    CHECK(r3.lay().type == type_id::i32);
+    CHECK(r4.lay().ne == std::array<std::int64_t, 4>{5, 5, 1, 1});
+    CHECK(r5.lay().ne == h.lay().ne);
+    CHECK(r6.lay().type == type_id::f16);
+    CHECK(r7.lay().ne == h.lay().ne);
+    CHECK(r8.lay().ne == std::array<std::int64_t, 4>{2, 6, 3, 1});
+    CHECK(r8.get()->is_view());
+    CHECK(r9.lay().ne == std::array<std::int64_t, 4>{32, 7, 1, 1});
+    CHECK(r10.lay().ne == std::array<std::int64_t, 4>{16, 4, 3, 1});
+    CHECK(r10.lay().type == type_id::f32);
 }

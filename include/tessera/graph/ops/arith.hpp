@@ -180,6 +180,23 @@ inline any_tensor set(any_tensor a, any_tensor b, std::size_t nb1, std::size_t n
 inline any_tensor set_inplace(any_tensor a, any_tensor b, std::size_t nb1, std::size_t nb2, std::size_t nb3, std::size_t offset) {
     return any_tensor(detail::acc_set(op_kind::set, a.get(), b.get(), nb1, nb2, nb3, offset, true));
 }
+// set_1d / set_2d with a's own strides for the dims not given (an empty a is refused by set).
+inline any_tensor set_1d(any_tensor a, any_tensor b, std::size_t offset) {
+    const layout l = a.get() ? a.lay() : layout{};
+    return set(a, b, l.nb[1], l.nb[2], l.nb[3], offset);
+}
+inline any_tensor set_1d_inplace(any_tensor a, any_tensor b, std::size_t offset) {
+    const layout l = a.get() ? a.lay() : layout{};
+    return set_inplace(a, b, l.nb[1], l.nb[2], l.nb[3], offset);
+}
+inline any_tensor set_2d(any_tensor a, any_tensor b, std::size_t nb1, std::size_t offset) {
+    const layout l = a.get() ? a.lay() : layout{};
+    return set(a, b, nb1, l.nb[2], l.nb[3], offset);
+}
+inline any_tensor set_2d_inplace(any_tensor a, any_tensor b, std::size_t nb1, std::size_t offset) {
+    const layout l = a.get() ? a.lay() : layout{};
+    return set_inplace(a, b, nb1, l.nb[2], l.nb[3], offset);
+}
 
 // ---- diag, tri, cumsum, repeat_back --------------------------------------------------------------
 // [n, 1, ne2, ne3] -> [n, n, ne2, ne3] with a on the diagonal, zeros elsewhere.
