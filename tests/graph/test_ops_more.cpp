@@ -436,12 +436,13 @@ TEST_CASE("ops: out_prod float and block types as a, broadcast, transposed b") {
     const op cases[] = {{7, 5, 9, 1, 1, 1, 1}, {33, 17, 64, 2, 1, 6, 2}, {64, 3, 5, 1, 2, 3, 4}, {1, 1, 1, 1, 1, 1, 1}};
     const op block_cases[] = {{256, 3, 7, 1, 1, 2, 1}, {512, 4, 3, 1, 1, 1, 1}};
     auto run = [](const op& c, type_id ta, bool tb_transposed) {
+        const bool strided_a = tb_transposed && !is_quantized(ta);  // a: a column slice of a wider tensor
         check("out_prod " + tn(ta) + " M" + std::to_string(c.M) + " N" + std::to_string(c.N) + " K" + std::to_string(c.K) + " batch " +
                   std::to_string(c.A2) + "x" + std::to_string(c.A3) + " -> " + std::to_string(c.B2) + "x" + std::to_string(c.B3) +
-                  (tb_transposed ? " b transposed" : ""),
+                  (tb_transposed ? " b transposed" : "") + (strided_a ? " a strided" : ""),
               [&](context& ctx) {
                   built b;
-                  node* a = ctx.new_tensor(ta, {c.M, c.K, c.A2, c.A3});
+                  node* a = input(ctx, ta, {c.M, c.K, c.A2, c.A3}, strided_a);
                   node* y;
                   if (tb_transposed) {
                       node* leaf = ctx.new_tensor(type_id::f32, {c.K, c.N, c.B2, c.B3});
@@ -492,10 +493,17 @@ TEST_CASE("ops: mul_mat_id float and block types as experts, broadcast b, unused
                 if (tb == type_id::f16 && (ta != type_id::f16 && ta != type_id::q8_0)) continue;
                 check("mul_mat_id " + tn(ta) + " x " + tn(tb) + " experts " + std::to_string(c.n_exp) + " used " + std::to_string(c.n_used) +
                           " n_b " + std::to_string(c.n_b) + " T " + std::to_string(c.T) + " M " + std::to_string(c.M) +
-                          (c.permuted_b ? " permuted b" : ""),
+                          (c.permuted_b ? " permuted b, experts a view" : ""),
                       [&](context& ctx) {
                           built b;
-                          node* as = ctx.new_tensor(ta, {c.K, c.M, c.n_exp, 1});
+                          node* as;
+                          if (c.permuted_b) {  // the experts as a view: rows 1..M of a taller tensor
+                              node* tall = ctx.new_tensor(ta, {c.K, c.M + 2, c.n_exp, 1});
+                              as = view(any_tensor(tall), {c.K, c.M, c.n_exp, 1}, {tall->lay.nb[1], tall->lay.nb[2], tall->lay.nb[3]},
+                                        tall->lay.nb[1]).get();
+                          } else {
+                              as = ctx.new_tensor(ta, {c.K, c.M, c.n_exp, 1});
+                          }
                           node* y;
                           if (c.permuted_b) {
                               node* leaf = ctx.new_tensor(tb, {c.K, c.T, c.n_b, 1});
