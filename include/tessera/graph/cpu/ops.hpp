@@ -151,6 +151,7 @@ inline std::string unsupported_reason(const node& n) {
             return is_float(a->lay.type) ? std::string() : std::string(op_name(n.op)) + " on " + tn(a->lay.type);
         case op_kind::argmax: return a->lay.type == type_id::f32 ? std::string() : "argmax on " + tn(a->lay.type);
         case op_kind::count_equal: return {};
+        case op_kind::cross_entropy_loss: return {};
         case op_kind::repeat:
         case op_kind::concat:
             return detail::is_plain(t) ? std::string() : std::string(op_name(n.op)) + " of block type " + tn(t);
@@ -228,6 +229,8 @@ inline scratch_need scratch_for(const node& n) {
         }
         case op_kind::rope:
         case op_kind::rope_back: return {f(4 * rowf), 0};
+        case op_kind::cross_entropy_loss:
+            return {f(3 * rowf), detail::align_up(static_cast<std::size_t>(n.src[0]->lay.nrows()) * sizeof(double))};
         case op_kind::none:
         case op_kind::view:
         case op_kind::reshape:
@@ -474,6 +477,38 @@ inline void reduce(const node& d, const exec_params& p) {
             write_scalar(d.lay.type, o, static_cast<float>(s));
         }
     }
+}
+
+// Each thread computes its rows' losses into the shared scratch; thread 0 adds them in
+// row order, so the result does not depend on the thread count.
+inline void cross_entropy_loss(const node& d, const exec_params& p) {
+    const node& a = *d.src[0];
+    const node& b = *d.src[1];
+    const auto& k = *p.k;
+    const auto n = static_cast<std::size_t>(a.lay.ne[0]);
+    const std::size_t row = detail::align_up(n, 16);
+    float* bufa = reinterpret_cast<float*>(p.scratch);
+    float* bufb = bufa + row;
+    float* e = bufb + row;
+    auto* loss = reinterpret_cast<double*>(p.shared);
+    const std::int64_t rows = a.lay.nrows();
+    const auto [r0, r1] = p.split(rows);
+    for (std::int64_t r = r0; r < r1; ++r) {
+        const auto [i1, i2, i3] = unravel_row(a.lay, r);
+        const float* x = load_row(k, a, i1, i2, i3, bufa);
+        const float* y = load_row(k, b, i1, i2, i3, bufb);
+        const float mx = k.max(x, n);
+        const double lse = static_cast<double>(mx) + std::log(k.softmax_exp(x, e, n, mx));
+        double s = 0;
+        for (std::size_t i = 0; i < n; ++i)  // a zero label adds nothing, even where the logit is -inf
+            if (y[i] != 0.f) s += static_cast<double>(y[i]) * (static_cast<double>(x[i]) - lse);
+        loss[r] = -s;
+    }
+    p.barrier();
+    if (p.ith != 0) return;
+    double total = 0;
+    for (std::int64_t r = 0; r < rows; ++r) total += loss[r];
+    write_scalar(type_id::f32, d.bytes(), static_cast<float>(total / static_cast<double>(rows)));
 }
 
 inline void count_equal(const node& d, const exec_params& p) {
@@ -1049,6 +1084,7 @@ inline void compute_node(const node& n, const exec_params& p) {
         case op_kind::soft_max: return impl::soft_max(n, p);
         case op_kind::rope:
         case op_kind::rope_back: return impl::rope(n, p);
+        case op_kind::cross_entropy_loss: return impl::cross_entropy_loss(n, p);
         case op_kind::mul_mat: return impl::mul_mat(n, p);
         case op_kind::flash_attn_ext: return impl::flash_attn_ext(n, p);
         default: return;  // refused by unsupported_reason before any compute
@@ -1067,6 +1103,7 @@ inline bool implements(op_kind op) noexcept {
         case op_kind::sum_rows: case op_kind::mean: case op_kind::argmax: case op_kind::count_equal: case op_kind::repeat:
         case op_kind::concat: case op_kind::get_rows: case op_kind::set_rows: case op_kind::diag_mask_inf:
         case op_kind::diag_mask_zero: case op_kind::soft_max: case op_kind::rope: case op_kind::rope_back: case op_kind::mul_mat:
+        case op_kind::cross_entropy_loss:
         case op_kind::flash_attn_ext: return true;
         default: return false;
     }
