@@ -18,6 +18,7 @@
 
 #include "tessera/config.hpp"
 #include "tessera/core/error.hpp"
+#include "tessera/graph/cpu/ops_recurrent.hpp"
 #include "tessera/graph/cpu/rows.hpp"
 #include "tessera/graph/node.hpp"
 #include "tessera/kernels/quant/gemm.hpp"
@@ -152,6 +153,11 @@ inline std::string unsupported_reason(const node& n) {
         case op_kind::argmax: return a->lay.type == type_id::f32 ? std::string() : "argmax on " + tn(a->lay.type);
         case op_kind::count_equal: return {};
         case op_kind::cross_entropy_loss: return {};
+        case op_kind::ssm_conv:
+        case op_kind::ssm_scan:
+        case op_kind::rwkv_wkv6:
+        case op_kind::gated_linear_attn:
+        case op_kind::rwkv_wkv7: return {};  // f32 only, checked when built
         case op_kind::repeat:
         case op_kind::concat:
             return detail::is_plain(t) ? std::string() : std::string(op_name(n.op)) + " of block type " + tn(t);
@@ -1085,6 +1091,11 @@ inline void compute_node(const node& n, const exec_params& p) {
         case op_kind::rope:
         case op_kind::rope_back: return impl::rope(n, p);
         case op_kind::cross_entropy_loss: return impl::cross_entropy_loss(n, p);
+        case op_kind::ssm_conv: return impl::ssm_conv(n, p);
+        case op_kind::ssm_scan: return impl::ssm_scan(n, p);
+        case op_kind::rwkv_wkv6:
+        case op_kind::gated_linear_attn:
+        case op_kind::rwkv_wkv7: return impl::linear_attention(n, p);
         case op_kind::mul_mat: return impl::mul_mat(n, p);
         case op_kind::flash_attn_ext: return impl::flash_attn_ext(n, p);
         default: return;  // refused by unsupported_reason before any compute
@@ -1103,7 +1114,8 @@ inline bool implements(op_kind op) noexcept {
         case op_kind::sum_rows: case op_kind::mean: case op_kind::argmax: case op_kind::count_equal: case op_kind::repeat:
         case op_kind::concat: case op_kind::get_rows: case op_kind::set_rows: case op_kind::diag_mask_inf:
         case op_kind::diag_mask_zero: case op_kind::soft_max: case op_kind::rope: case op_kind::rope_back: case op_kind::mul_mat:
-        case op_kind::cross_entropy_loss:
+        case op_kind::cross_entropy_loss: case op_kind::ssm_conv: case op_kind::ssm_scan: case op_kind::rwkv_wkv6:
+        case op_kind::gated_linear_attn: case op_kind::rwkv_wkv7:
         case op_kind::flash_attn_ext: return true;
         default: return false;
     }
