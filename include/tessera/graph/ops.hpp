@@ -8,6 +8,7 @@
 #include "tessera/graph/ops/matmul.hpp"
 #include "tessera/graph/ops/norm.hpp"
 #include "tessera/graph/ops/products.hpp"
+#include "tessera/graph/ops/recurrent.hpp"
 #include "tessera/graph/ops/reduce.hpp"
 #include "tessera/graph/ops/shape.hpp"
 #include "tessera/graph/ops/sort.hpp"
