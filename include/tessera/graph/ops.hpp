@@ -3,7 +3,9 @@
 
 #include "tessera/graph/ops/attention.hpp"
 #include "tessera/graph/ops/common.hpp"
+#include "tessera/graph/ops/conv.hpp"
 #include "tessera/graph/ops/elementwise.hpp"
+#include "tessera/graph/ops/image.hpp"
 #include "tessera/graph/ops/matmul.hpp"
 #include "tessera/graph/ops/norm.hpp"
 #include "tessera/graph/ops/reduce.hpp"
