@@ -1,6 +1,6 @@
 // CPU implementations of the convolution and pooling ops (builders in
 // graph/ops/conv.hpp): im2col, conv_2d (direct), conv_2d_dw (direct), conv_transpose_1d,
-// pool_1d, pool_2d. Each thread computes its share of the destination rows; sources
+// conv_transpose_2d, pool_1d, pool_2d. Each thread computes its share of the destination rows; sources
 // are read element by element through their strides (any float type, any layout).
 #pragma once
 
@@ -19,7 +19,7 @@ namespace graph::cpu {
 inline bool conv_implements(op_kind op) noexcept {
     switch (op) {
         case op_kind::im2col: case op_kind::conv_2d: case op_kind::conv_2d_dw: case op_kind::conv_transpose_1d:
-        case op_kind::pool_1d: case op_kind::pool_2d: return true;
+        case op_kind::conv_transpose_2d: case op_kind::pool_1d: case op_kind::pool_2d: return true;
         default: return false;
     }
 }
@@ -105,6 +105,28 @@ inline void conv_transpose_1d(const node& d, const exec_params& p) {
     });
 }
 
+// kernel [KW, KH, OC, IC], input [W, H, IC, N] -> [(W-1)*s + KW, (H-1)*s + KH, OC, N];
+// destination row (y, oc, n).
+inline void conv_transpose_2d(const node& d, const exec_params& p) {
+    const node& a = *d.src[0];
+    const node& b = *d.src[1];
+    const std::int64_t s = d.param<conv_params>().s[0];
+    const std::int64_t KW = a.lay.ne[0], KH = a.lay.ne[1], IC = a.lay.ne[3], W = b.lay.ne[0], H = b.lay.ne[1];
+    // inputs i with 0 <= o - i*s < K
+    const auto first = [s](std::int64_t o, std::int64_t K) { return o >= K ? (o - K) / s + 1 : 0; };
+    fill_rows(d, p, [&](float* z, std::int64_t y, std::int64_t oc, std::int64_t nn) {
+        const std::int64_t iy0 = first(y, KH), iy1 = std::min(H - 1, y / s);
+        for (std::int64_t x = 0; x < d.lay.ne[0]; ++x) {
+            const std::int64_t ix0 = first(x, KW), ix1 = std::min(W - 1, x / s);
+            float acc = 0.f;
+            for (std::int64_t ic = 0; ic < IC; ++ic)
+                for (std::int64_t iy = iy0; iy <= iy1; ++iy)
+                    for (std::int64_t ix = ix0; ix <= ix1; ++ix) acc += elem(a, x - ix * s, y - iy * s, oc, ic) * elem(b, ix, iy, ic, nn);
+            z[x] = acc;
+        }
+    });
+}
+
 inline void pool(const node& d, const exec_params& p) {
     const node& a = *d.src[0];
     const auto& pp = d.param<pool_params>();
@@ -145,6 +167,7 @@ inline void conv_compute(const node& n, const exec_params& p) {
         case op_kind::conv_2d:
         case op_kind::conv_2d_dw: return impl::conv_2d(n, p);
         case op_kind::conv_transpose_1d: return impl::conv_transpose_1d(n, p);
+        case op_kind::conv_transpose_2d: return impl::conv_transpose_2d(n, p);
         case op_kind::pool_1d:
         case op_kind::pool_2d: return impl::pool(n, p);
         default: return;

@@ -1,6 +1,7 @@
 // CPU implementations of the padding, shifting and resampling ops and the SAM window /
 // relative-position ops (builders in graph/ops/image.hpp): pad, pad_reflect_1d, roll,
-// arange, timestep_embedding, upscale, win_part, win_unpart, get_rel_pos, add_rel_pos.
+// arange, timestep_embedding, upscale (nearest, bilinear, bicubic), win_part, win_unpart,
+// get_rel_pos, add_rel_pos.
 // Each thread computes its share of the destination rows (arange: of its elements).
 #pragma once
 
@@ -30,7 +31,6 @@ inline std::string image_unsupported_reason(const node& n) {
         case op_kind::arange: return {};
         case op_kind::upscale: {
             const auto& up = n.param<upscale_params>();
-            if (up.mode == scale_mode::bicubic) return "upscale mode bicubic (not yet; nearest and bilinear are)";
             if (up.antialias) return "upscale with antialias (not yet)";
             break;
         }
@@ -133,13 +133,45 @@ inline void upscale(const node& d, const exec_params& p) {
         });
         return;
     }
-    // bilinear in dims 0 and 1; source coordinate (i + off)/sf - off, clamped to the edge
+    // bilinear / bicubic in dims 0 and 1 at source coordinate (i + off)/sf - off
     float off = 0.5f, s0 = sf[0], s1 = sf[1];
     if (up.align_corners) {
         off = 0.f;
         if (nd[0] > 1 && ns[0] > 1) s0 = static_cast<float>(nd[0] - 1) / static_cast<float>(ns[0] - 1);
         if (nd[1] > 1 && ns[1] > 1) s1 = static_cast<float>(nd[1] - 1) / static_cast<float>(ns[1] - 1);
     }
+    if (up.mode == scale_mode::bicubic) {
+        // Keys' cubic convolution with a = -0.75 (as PyTorch), the 4x4 taps around the
+        // coordinate clamped into the image
+        constexpr float ca = -0.75f;
+        const auto near_w = [](float t) { return ((ca + 2) * t - (ca + 3)) * t * t + 1; };        // |t| <= 1
+        const auto far_w = [](float t) { return ((ca * t - 5 * ca) * t + 8 * ca) * t - 4 * ca; };  // 1 < |t| < 2
+        const auto cubic = [&](const float* v, float t) {
+            return v[0] * far_w(t + 1) + v[1] * near_w(t) + v[2] * near_w(1 - t) + v[3] * far_w(2 - t);
+        };
+        fill_rows(d, p, [&](float* z, std::int64_t i1, std::int64_t i2, std::int64_t i3) {
+            const std::int64_t j2 = nearest(i2, 2), j3 = nearest(i3, 3);
+            const float y = (static_cast<float>(i1) + off) / s1 - off;
+            const float fy = std::floor(y);
+            const auto y0 = static_cast<std::int64_t>(fy);
+            const auto clampi = [](std::int64_t v, std::int64_t n) { return std::max<std::int64_t>(0, std::min(v, n - 1)); };
+            for (std::int64_t i0 = 0; i0 < nd[0]; ++i0) {
+                const float x = (static_cast<float>(i0) + off) / s0 - off;
+                const float fx = std::floor(x);
+                const auto x0 = static_cast<std::int64_t>(fx);
+                float col[4];
+                for (int r = 0; r < 4; ++r) {
+                    const std::int64_t yy = clampi(y0 - 1 + r, ns[1]);
+                    float row[4];
+                    for (int c = 0; c < 4; ++c) row[c] = elem(a, clampi(x0 - 1 + c, ns[0]), yy, j2, j3);
+                    col[r] = cubic(row, x - fx);
+                }
+                z[i0] = cubic(col, y - fy);
+            }
+        });
+        return;
+    }
+    // bilinear: the coordinate clamped to the edge
     struct tap {
         std::int64_t i0, i1;
         float w;  // weight of i1

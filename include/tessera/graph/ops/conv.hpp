@@ -1,7 +1,8 @@
 // Convolution and pooling, with ggml's shapes (dim 0 fastest): im2col (1-D and 2-D,
 // f32/f16 output), conv_1d and conv_2d (composites of im2col and mul_mat, as ggml
 // builds them), conv_2d_direct (ggml's CONV_2D op), conv_2d_dw (depthwise composite)
-// and conv_2d_dw_direct (CONV_2D_DW), conv_transpose_1d, pool_1d, pool_2d.
+// and conv_2d_dw_direct (CONV_2D_DW), conv_transpose_1d, conv_transpose_2d_p0, pool_1d,
+// pool_2d.
 //
 // Output extent of a convolution along a dim: (in + 2p - d(k-1) - 1)/s + 1; of a
 // pooling: (in + 2p - k)/s + 1.
@@ -158,6 +159,18 @@ inline node* conv_transpose_1d(node* a, node* b, int s0, int p0, int d0) {
                 {a, b});
 }
 
+inline node* conv_transpose_2d(node* a, node* b, int stride) {
+    check_float("conv_transpose_2d", a, "kernel");
+    check_float("conv_transpose_2d", b, "input");
+    check_same_context("conv_transpose_2d", a, b);
+    if (stride <= 0) op_fail("conv_transpose_2d", errc::invalid_argument, "stride must be > 0");
+    if (a->lay.ne[3] != b->lay.ne[2])
+        op_fail("conv_transpose_2d", errc::shape_mismatch, "kernel " + desc(a) + " must be [KW, KH, OC, IC] for input " + desc(b) + " [W, H, IC, N]");
+    const std::int64_t ow = (b->lay.ne[0] - 1) * stride + a->lay.ne[0], oh = (b->lay.ne[1] - 1) * stride + a->lay.ne[1];
+    return make(*b->ctx, type_id::f32, {ow, oh, a->lay.ne[2], b->lay.ne[3]}, op_kind::conv_transpose_2d,
+                conv_params{{stride, stride}, {0, 0}, {1, 1}, true}, {a, b});
+}
+
 inline std::int64_t pool_out(std::string_view op, std::int64_t in, int k, int s, int p, const char* dim) {
     if (k <= 0 || s <= 0 || p < 0) op_fail(op, errc::invalid_argument, "kernel and stride must be > 0, padding >= 0");
     const std::int64_t span = in + 2 * static_cast<std::int64_t>(p) - k;
@@ -257,6 +270,17 @@ tensor<float, 2> conv_transpose_1d(tensor<Tk, 3> kernel, tensor<T, R> b, int s0,
 }
 inline any_tensor conv_transpose_1d(any_tensor kernel, any_tensor b, int s0, int p0 = 0, int d0 = 1) {
     return any_tensor(detail::conv_transpose_1d(kernel.get(), b.get(), s0, p0, d0));
+}
+
+// kernel [KW, KH, OC, IC], input [W, H, IC, N] -> f32 [(W-1)*s + KW, (H-1)*s + KH, OC, N]
+// (ggml_conv_transpose_2d_p0: no padding).
+template <float_element Tk, float_element T, int R>
+    requires(R >= 3)
+tensor<float, 4> conv_transpose_2d_p0(tensor<Tk, 4> kernel, tensor<T, R> b, int stride) {
+    return tensor<float, 4>(detail::conv_transpose_2d(kernel.get(), b.get(), stride));
+}
+inline any_tensor conv_transpose_2d_p0(any_tensor kernel, any_tensor b, int stride) {
+    return any_tensor(detail::conv_transpose_2d(kernel.get(), b.get(), stride));
 }
 
 // ---- pooling ------------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 // Padding, shifting and resampling ops, and the SAM window / relative-position ops:
 // pad / pad_ext (zeros or circular, per side per dim), pad_reflect_1d, roll, arange,
-// timestep_embedding, upscale / interpolate (nearest, bilinear, align-corners),
+// timestep_embedding, upscale / interpolate (nearest, bilinear, bicubic, align-corners),
 // win_part / win_unpart, get_rel_pos, add_rel_pos. Semantics are ggml's.
 #pragma once
 
@@ -102,9 +102,10 @@ inline node* win_unpart(node* a, int w0, int h0, int w) {
 
 inline node* get_rel_pos(node* a, int qh, int kh) {
     check_float("get_rel_pos", a, "a");
-    if (qh != kh) op_fail("get_rel_pos", errc::invalid_argument, "qh and kh must be equal (as in ggml)");
-    if (qh <= 0 || a->lay.ne[1] != 2 * static_cast<std::int64_t>(qh) - 1 || a->lay.ne[2] != 1 || a->lay.ne[3] != 1)
-        op_fail("get_rel_pos", errc::shape_mismatch, "a " + desc(a) + " must be [C, 2*qh-1] with qh = " + std::to_string(qh));
+    if (qh <= 0 || kh <= 0) op_fail("get_rel_pos", errc::invalid_argument, "qh and kh must be > 0");
+    if (a->lay.ne[1] < static_cast<std::int64_t>(qh) + kh - 1 || a->lay.ne[2] != 1 || a->lay.ne[3] != 1)
+        op_fail("get_rel_pos", errc::shape_mismatch, "a " + desc(a) + " must be [C, >= qh+kh-1] with qh = " + std::to_string(qh) +
+                                                         ", kh = " + std::to_string(kh));
     return make(*a->ctx, a->lay.type, {a->lay.ne[0], kh, qh, 1}, op_kind::get_rel_pos, {}, {a});
 }
 
@@ -183,8 +184,8 @@ inline any_tensor timestep_embedding(any_tensor t, int dim, int max_period = 100
 }
 
 // ---- upscale / interpolate ---------------------------------------------------------------
-// a resampled to extents ne (ggml_interpolate): nearest in every dim, or bilinear in
-// dims 0 and 1 (nearest in 2 and 3), pixel centers at +0.5 unless align_corners.
+// a resampled to extents ne (ggml_interpolate): nearest in every dim, or bilinear /
+// bicubic in dims 0 and 1 (nearest in 2 and 3), pixel centers at +0.5 unless align_corners.
 template <float_element T, int R>
 tensor<T, R> interpolate(tensor<T, R> a, std::array<std::int64_t, max_dims> ne, upscale_params p = {}) {
     return tensor<T, R>(detail::interpolate(a.get(), ne, p));
@@ -213,7 +214,8 @@ inline tensor<float, 3> win_unpart(tensor<float, 4> a, int w0, int h0, int w) {
 }
 inline any_tensor win_unpart(any_tensor a, int w0, int h0, int w) { return any_tensor(detail::win_unpart(a.get(), w0, h0, w)); }
 
-// a [C, 2*qh-1] -> [C, kh, qh] with out[:, k, q] = a[:, kh-1 + q - k] (qh == kh).
+// a [C, >= qh+kh-1] -> [C, kh, qh] with out[:, k, q] = a[:, kh-1 + q - k] (SAM: qh == kh,
+// a.ne1 = 2*qh - 1).
 template <float_element T, int R>
     requires(R <= 2)
 tensor<T, 3> get_rel_pos(tensor<T, R> a, int qh, int kh) {
