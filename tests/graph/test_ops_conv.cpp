@@ -213,24 +213,24 @@ TEST_CASE("image ops: upscale / interpolate nearest, bilinear and bicubic (half-
     const uc cases[] = {{{4, 3, 2, 2}, {8, 6, 2, 2}},  {{4, 3, 2, 2}, {12, 9, 2, 2}}, {{5, 4, 2, 1}, {7, 9, 3, 1}},
                         {{6, 6, 1, 1}, {4, 3, 1, 1}},  {{3, 5, 2, 2}, {3, 10, 4, 1}}, {{1, 4, 1, 1}, {5, 4, 1, 1}}};
     for (const auto& c : cases)
-        for (int mode = 0; mode < 5; ++mode)  // nearest, bilinear, bilinear align-corners, bicubic, bicubic align-corners
+        for (int mode = 0; mode < 6; ++mode)  // nearest, bilinear, bilinear / bicubic / bicubic / nearest align-corners
             for (type_id t : {type_id::f32, type_id::f16})
                 for (bool tr : {false, true}) {
                     upscale_params up;
-                    up.mode = mode == 0 ? scale_mode::nearest : mode < 3 ? scale_mode::bilinear : scale_mode::bicubic;
-                    up.align_corners = mode == 2 || mode == 4;
+                    up.mode = mode == 0 || mode == 5 ? scale_mode::nearest : mode < 3 ? scale_mode::bilinear : scale_mode::bicubic;
+                    up.align_corners = mode == 2 || mode == 4 || mode == 5;
                     check("upscale " + tn(t) + sh(c.s) + " -> " + sh(c.d) + " mode " + std::to_string(mode) + (tr ? " strided" : ""),
                           [&](context& ctx) {
                               built b;
                               node* x = input(ctx, t, c.s, tr);
                               b.out = interpolate(any_tensor(x), c.d, up).get();
                               b.inputs = {x};
-                              b.max_nmse = mode == 0 ? 0 : out_bound(t);
+                              b.max_nmse = mode == 0 || mode == 5 ? 0 : out_bound(t);
                               return b;
                           },
                           [&](const std::vector<host>& in) {
                               auto near = [&](std::int64_t i, std::size_t d) { return i * c.s[d] / c.d[d]; };
-                              const bool corners = mode == 2 || mode == 4;
+                              const bool corners = mode == 2 || mode == 4 || mode == 5;
                               // source coordinate of output i along dim d (unclamped)
                               auto coord = [&](std::int64_t i, std::size_t d) {
                                   const double n = static_cast<double>(c.s[d]), m = static_cast<double>(c.d[d]);
@@ -250,6 +250,13 @@ TEST_CASE("image ops: upscale / interpolate nearest, bilinear and bicubic (half-
                               return map_out(c.d, [&](std::int64_t i0, std::int64_t i1, std::int64_t i2, std::int64_t i3) {
                                   const std::int64_t j2 = near(i2, 2), j3 = near(i3, 3);
                                   if (mode == 0) return in[0].at(near(i0, 0), near(i1, 1), j2, j3);
+                                  if (mode == 5) {  // nearest with align corners: floor of the corner-aligned coordinate
+                                      auto nc = [&](std::int64_t i, std::size_t d) {
+                                          if (c.s[d] > 1 && c.d[d] > 1) return i * (c.s[d] - 1) / (c.d[d] - 1);
+                                          return near(i, d);
+                                      };
+                                      return in[0].at(nc(i0, 0), nc(i1, 1), j2, j3);
+                                  }
                                   if (mode >= 3) {  // 4x4 taps around the coordinate, indices clamped into the image
                                       const double x = coord(i0, 0), y = coord(i1, 1);
                                       const auto bx = static_cast<std::int64_t>(std::floor(x)) - 1, by = static_cast<std::int64_t>(std::floor(y)) - 1;

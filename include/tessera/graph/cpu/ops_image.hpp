@@ -122,8 +122,16 @@ inline void upscale(const node& d, const exec_params& p) {
     const auto& nd = d.lay.ne;
     float sf[4];
     for (std::size_t i = 0; i < 4; ++i) sf[i] = static_cast<float>(nd[i]) / static_cast<float>(ns[i]);
+    // align corners: the first and last pixels of dims 0 and 1 map onto each other (every mode)
+    float off = 0.5f, s0 = sf[0], s1 = sf[1];
+    if (up.align_corners) {
+        off = 0.f;
+        if (nd[0] > 1 && ns[0] > 1) s0 = static_cast<float>(nd[0] - 1) / static_cast<float>(ns[0] - 1);
+        if (nd[1] > 1 && ns[1] > 1) s1 = static_cast<float>(nd[1] - 1) / static_cast<float>(ns[1] - 1);
+    }
     const auto nearest = [&](std::int64_t i, int dim) {
-        const auto j = static_cast<std::int64_t>(static_cast<float>(i) / sf[dim]);
+        const float f = dim == 0 ? s0 : dim == 1 ? s1 : sf[dim];
+        const auto j = static_cast<std::int64_t>(static_cast<float>(i) / f);
         return std::min(j, ns[static_cast<std::size_t>(dim)] - 1);
     };
     if (up.mode == scale_mode::nearest) {
@@ -134,12 +142,6 @@ inline void upscale(const node& d, const exec_params& p) {
         return;
     }
     // bilinear / bicubic in dims 0 and 1 at source coordinate (i + off)/sf - off
-    float off = 0.5f, s0 = sf[0], s1 = sf[1];
-    if (up.align_corners) {
-        off = 0.f;
-        if (nd[0] > 1 && ns[0] > 1) s0 = static_cast<float>(nd[0] - 1) / static_cast<float>(ns[0] - 1);
-        if (nd[1] > 1 && ns[1] > 1) s1 = static_cast<float>(nd[1] - 1) / static_cast<float>(ns[1] - 1);
-    }
     if (up.mode == scale_mode::bicubic) {
         // Keys' cubic convolution with a = -0.75 (as PyTorch), the 4x4 taps around the
         // coordinate clamped into the image
