@@ -138,7 +138,8 @@ TEST_CASE("ops: rwkv_wkv6, gated_linear_attn, rwkv_wkv7 over several sequences")
     for (op_kind op : {op_kind::rwkv_wkv6, op_kind::gated_linear_attn, op_kind::rwkv_wkv7})
         for (std::int64_t S : {8, 16})
             for (std::int64_t H : {1, 3})
-                for (auto [T, n_s] : {std::pair<std::int64_t, std::int64_t>{1, 1}, {6, 1}, {6, 2}, {9, 3}}) {
+                for (auto tn_s : {std::pair<std::int64_t, std::int64_t>{1, 1}, {6, 1}, {6, 2}, {9, 3}}) {
+                    const std::int64_t T = tn_s.first, n_s = tn_s.second;  // not a structured binding: clang 14 cannot capture those
                     check(std::string(op_name(op)) + " S " + std::to_string(S) + " H " + std::to_string(H) + " T " + std::to_string(T) +
                               " seqs " + std::to_string(n_s),
                           [&](context& ctx) {
