@@ -32,6 +32,10 @@ OK = """
     auto r = get_rows(x, i);
     auto s = silu(h);
     auto p = rope(t3, new_tensor<std::int32_t, 1>(ctx, {2}), 8, 0);
+    auto pd = pad(x, 1, 2);
+    auto cv = conv_2d(new_tensor<f16, 4>(ctx, {3, 3, 2, 4}), t3);
+    static_assert(std::is_same_v<decltype(pd), tensor<float, 2>>);
+    static_assert(std::is_same_v<decltype(cv), tensor<float, 4>>);
     static_assert(std::is_same_v<decltype(m), tensor<float, 2>>);
     static_assert(std::is_same_v<decltype(r), tensor<float, 2>>);
     auto o = argsort(x, sort_order::desc);
@@ -63,6 +67,8 @@ CASES = [
      "mul_mat_id: as must be a rank-3 tensor"),
     ("transpose of a rank-1 tensor", "transpose(v);", "a rank-1 tensor has no second dim"),
     ("rope of a matrix", "rope(x, i, 8, 0);", "a must be a float tensor of rank >= 3"),
+    ("pad of an index tensor", "pad(i, 1);", "pad: the operand must be a tensor of f32, f16 or bf16"),
+    ("conv_2d with a block-typed kernel", "conv_2d(q, t3);", "conv_2d: kernel and input must be tensors of f32, f16 or bf16"),
     ("tensor of rank 5", "tensor<float, 5> bad;", "constraints not satisfied|constraint|not satisfied"),
 ]
 

@@ -167,19 +167,44 @@ enum class tri_type : std::uint8_t { upper_diag, upper, lower_diag, lower };
 struct tri_params {
     tri_type type;
 };
-struct pad_params {
+struct pad_params {  // pad (per dim, zeros or circular), pad_reflect_1d (dim 0 only)
     std::array<int, 4> left{}, right{};
+    bool circular = false;  // wrap around instead of zeros (ggml's pad_*_circular)
 };
 struct roll_params {
     std::array<int, 4> shift{};
+};
+
+// ---- convolution, pooling, resampling (graph/ops/conv.hpp, graph/ops/image.hpp) ----
+struct conv_params {  // im2col, conv_2d (direct), conv_2d_dw, conv_transpose_1d: dim 0 then dim 1
+    std::array<int, 2> s{1, 1}, p{0, 0}, d{1, 1};
+    bool is_2d = true;
+};
+enum class pool_op : std::uint8_t { max = 0, avg = 1 };  // ggml's GGML_OP_POOL_MAX / _AVG
+struct pool_params {  // pool_1d (dim 0 only), pool_2d
+    pool_op op;
+    std::array<int, 2> k{1, 1}, s{1, 1}, p{0, 0};
+};
+enum class scale_mode : std::uint8_t { nearest = 0, bilinear = 1, bicubic = 2 };  // ggml's GGML_SCALE_MODE_*
+struct upscale_params {
+    scale_mode mode = scale_mode::nearest;
+    bool align_corners = false;  // GGML_SCALE_FLAG_ALIGN_CORNERS
+    bool antialias = false;      // GGML_SCALE_FLAG_ANTIALIAS
+};
+struct timestep_params {
+    int dim;
+    int max_period = 10000;
+};
+struct win_params {  // win_part, win_unpart: the window size
+    int w;
 };
 
 using op_params = std::variant<std::monostate, unary_params, glu_params, scale_params, clamp_params,
                                leaky_relu_params, fill_params, norm_params, group_norm_params, view_params,
                                concat_params, diag_mask_params, soft_max_params, rope_params,
                                flash_attn_params, mul_mat_params, cpy_params, set_params, arange_params, argsort_params,
-                               top_k_params, pad_params, roll_params,
-                               tri_params>;
+                               top_k_params, pad_params, roll_params, tri_params, conv_params, pool_params, upscale_params,
+                               timestep_params, win_params>;
 
 }  // namespace graph
 TESSERA_END_NAMESPACE

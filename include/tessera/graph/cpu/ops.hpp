@@ -21,6 +21,8 @@
 #include "tessera/graph/cpu/ops_arith.hpp"
 #include "tessera/graph/cpu/ops_products.hpp"
 #include "tessera/graph/cpu/ops_sort.hpp"
+#include "tessera/graph/cpu/ops_conv.hpp"
+#include "tessera/graph/cpu/ops_image.hpp"
 #include "tessera/graph/cpu/ops_recurrent.hpp"
 #include "tessera/graph/cpu/rows.hpp"
 #include "tessera/graph/node.hpp"
@@ -100,6 +102,8 @@ inline std::string unsupported_reason(const node& n) {
     const type_id t = n.lay.type;
     auto tn = [](type_id x) { return std::string(type_name(x)); };
     if (std::string why = repacked_source_reason(n); !why.empty()) return why;
+    if (image_implements(n.op)) return image_unsupported_reason(n);  // graph/cpu/ops_image.hpp
+    if (conv_implements(n.op)) return conv_unsupported_reason(n);    // graph/cpu/ops_conv.hpp
     switch (n.op) {
         case op_kind::none:
         case op_kind::view:
@@ -1068,6 +1072,8 @@ inline void flash_attn_ext(const node& d, const exec_params& p) {
 
 // Computes this thread's share of node n.
 inline void compute_node(const node& n, const exec_params& p) {
+    if (image_implements(n.op)) return image_compute(n, p);
+    if (conv_implements(n.op)) return conv_compute(n, p);
     switch (n.op) {
         case op_kind::none:
         case op_kind::view:
@@ -1136,6 +1142,7 @@ inline void compute_node(const node& n, const exec_params& p) {
 // Whether the CPU executor has an implementation of op at all (for some types and
 // modes; unsupported_reason() decides per node). docs/ops.md lists the same set.
 inline bool implements(op_kind op) noexcept {
+    if (image_implements(op) || conv_implements(op)) return true;
     switch (op) {
         case op_kind::none: case op_kind::view: case op_kind::reshape: case op_kind::permute: case op_kind::transpose:
         case op_kind::dup: case op_kind::cont: case op_kind::cpy: case op_kind::add: case op_kind::sub: case op_kind::mul:

@@ -1,0 +1,178 @@
+// CPU implementations of the convolution and pooling ops (builders in
+// graph/ops/conv.hpp): im2col, conv_2d (direct), conv_2d_dw (direct), conv_transpose_1d,
+// conv_transpose_2d, pool_1d, pool_2d. Each thread computes its share of the destination rows; sources
+// are read element by element through their strides (any float type, any layout).
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <string>
+
+#include "tessera/config.hpp"
+#include "tessera/graph/cpu/gather.hpp"
+#include "tessera/graph/node.hpp"
+
+TESSERA_BEGIN_NAMESPACE
+namespace graph::cpu {
+
+inline bool conv_implements(op_kind op) noexcept {
+    switch (op) {
+        case op_kind::im2col: case op_kind::conv_2d: case op_kind::conv_2d_dw: case op_kind::conv_transpose_1d:
+        case op_kind::conv_transpose_2d: case op_kind::pool_1d: case op_kind::pool_2d: return true;
+        default: return false;
+    }
+}
+
+inline std::string conv_unsupported_reason(const node& n) {
+    const auto f = [](type_id t) { return t == type_id::f32 || t == type_id::f16 || t == type_id::bf16; };
+    for (int i = 0; i < max_src; ++i) {
+        const node* s = n.src[static_cast<std::size_t>(i)];
+        if (n.op == op_kind::im2col && i == 0) continue;  // the kernel: only its shape is read
+        if (s && !f(s->lay.type)) return std::string(op_name(n.op)) + " on " + std::string(type_name(s->lay.type));
+    }
+    return f(n.lay.type) ? std::string() : std::string(op_name(n.op)) + " into " + std::string(type_name(n.lay.type));
+}
+
+namespace impl {
+
+inline void im2col(const node& d, const exec_params& p) {
+    const node& a = *d.src[0];
+    const node& b = *d.src[1];
+    const auto& cp = d.param<conv_params>();
+    const std::int64_t KW = a.lay.ne[0], KH = cp.is_2d ? a.lay.ne[1] : 1;
+    const std::int64_t W = b.lay.ne[0], H = cp.is_2d ? b.lay.ne[1] : 1, IC = cp.is_2d ? b.lay.ne[2] : b.lay.ne[1];
+    fill_rows(d, p, [&](float* z, std::int64_t i1, std::int64_t i2, std::int64_t i3) {
+        // 2-D: row (ox, oy, n); 1-D: row (ox, n)
+        const std::int64_t ox = i1, oy = cp.is_2d ? i2 : 0, nn = cp.is_2d ? i3 : i2;
+        for (std::int64_t ic = 0; ic < IC; ++ic)
+            for (std::int64_t ky = 0; ky < KH; ++ky) {
+                const std::int64_t y = oy * cp.s[1] + ky * cp.d[1] - cp.p[1];
+                float* o = z + (ic * KH + ky) * KW;
+                for (std::int64_t kx = 0; kx < KW; ++kx) {
+                    const std::int64_t x = ox * cp.s[0] + kx * cp.d[0] - cp.p[0];
+                    if (x < 0 || x >= W || y < 0 || y >= H) o[kx] = 0.f;
+                    else o[kx] = cp.is_2d ? elem(b, x, y, ic, nn) : elem(b, x, ic, nn);
+                }
+            }
+    });
+}
+
+// Direct convolution: conv_2d (kernel [KW, KH, IC, OC]) and depthwise conv_2d_dw
+// (kernel [KW, KH, 1, C]); destination row (oy, oc, n).
+inline void conv_2d(const node& d, const exec_params& p) {
+    const node& a = *d.src[0];
+    const node& b = *d.src[1];
+    const auto& cp = d.param<conv_params>();
+    const bool dw = d.op == op_kind::conv_2d_dw;
+    const std::int64_t KW = a.lay.ne[0], KH = a.lay.ne[1], W = b.lay.ne[0], H = b.lay.ne[1];
+    const std::int64_t IC = dw ? 1 : b.lay.ne[2];
+    fill_rows(d, p, [&](float* z, std::int64_t oy, std::int64_t oc, std::int64_t nn) {
+        for (std::int64_t ox = 0; ox < d.lay.ne[0]; ++ox) {
+            float acc = 0.f;
+            for (std::int64_t ic = 0; ic < IC; ++ic) {
+                const std::int64_t bc = dw ? oc : ic;
+                for (std::int64_t ky = 0; ky < KH; ++ky) {
+                    const std::int64_t y = oy * cp.s[1] + ky * cp.d[1] - cp.p[1];
+                    if (y < 0 || y >= H) continue;
+                    for (std::int64_t kx = 0; kx < KW; ++kx) {
+                        const std::int64_t x = ox * cp.s[0] + kx * cp.d[0] - cp.p[0];
+                        if (x < 0 || x >= W) continue;
+                        acc += elem(a, kx, ky, dw ? 0 : ic, oc) * elem(b, x, y, bc, nn);
+                    }
+                }
+            }
+            z[ox] = acc;
+        }
+    });
+}
+
+// kernel [K, OC, IC], input [L, IC] -> [(L-1)*s + K, OC]; destination row oc.
+inline void conv_transpose_1d(const node& d, const exec_params& p) {
+    const node& a = *d.src[0];
+    const node& b = *d.src[1];
+    const std::int64_t s = d.param<conv_params>().s[0];
+    const std::int64_t K = a.lay.ne[0], IC = a.lay.ne[2], L = b.lay.ne[0];
+    fill_rows(d, p, [&](float* z, std::int64_t oc, std::int64_t, std::int64_t) {
+        for (std::int64_t t = 0; t < d.lay.ne[0]; ++t) {
+            // inputs l with 0 <= t - l*s < K
+            const std::int64_t l0 = t >= K ? (t - K) / s + 1 : 0, l1 = std::min(L - 1, t / s);
+            float acc = 0.f;
+            for (std::int64_t l = l0; l <= l1; ++l)
+                for (std::int64_t ic = 0; ic < IC; ++ic) acc += elem(a, t - l * s, oc, ic) * elem(b, l, ic);
+            z[t] = acc;
+        }
+    });
+}
+
+// kernel [KW, KH, OC, IC], input [W, H, IC, N] -> [(W-1)*s + KW, (H-1)*s + KH, OC, N];
+// destination row (y, oc, n).
+inline void conv_transpose_2d(const node& d, const exec_params& p) {
+    const node& a = *d.src[0];
+    const node& b = *d.src[1];
+    const std::int64_t s = d.param<conv_params>().s[0];
+    const std::int64_t KW = a.lay.ne[0], KH = a.lay.ne[1], IC = a.lay.ne[3], W = b.lay.ne[0], H = b.lay.ne[1];
+    // inputs i with 0 <= o - i*s < K
+    const auto first = [s](std::int64_t o, std::int64_t K) { return o >= K ? (o - K) / s + 1 : 0; };
+    fill_rows(d, p, [&](float* z, std::int64_t y, std::int64_t oc, std::int64_t nn) {
+        const std::int64_t iy0 = first(y, KH), iy1 = std::min(H - 1, y / s);
+        for (std::int64_t x = 0; x < d.lay.ne[0]; ++x) {
+            const std::int64_t ix0 = first(x, KW), ix1 = std::min(W - 1, x / s);
+            float acc = 0.f;
+            for (std::int64_t ic = 0; ic < IC; ++ic)
+                for (std::int64_t iy = iy0; iy <= iy1; ++iy)
+                    for (std::int64_t ix = ix0; ix <= ix1; ++ix) acc += elem(a, x - ix * s, y - iy * s, oc, ic) * elem(b, ix, iy, ic, nn);
+            z[x] = acc;
+        }
+    });
+}
+
+inline void pool(const node& d, const exec_params& p) {
+    const node& a = *d.src[0];
+    const auto& pp = d.param<pool_params>();
+    const bool two = d.op == op_kind::pool_2d;
+    const bool mx = pp.op == pool_op::max;
+    const std::int64_t W = a.lay.ne[0], H = a.lay.ne[1];
+    const std::int64_t k1 = two ? pp.k[1] : 1;
+    fill_rows(d, p, [&](float* z, std::int64_t i1, std::int64_t i2, std::int64_t i3) {
+        const std::int64_t y0 = two ? i1 * pp.s[1] - pp.p[1] : i1;
+        for (std::int64_t o = 0; o < d.lay.ne[0]; ++o) {
+            const std::int64_t x0 = o * pp.s[0] - pp.p[0];
+            float acc = mx ? -std::numeric_limits<float>::max() : 0.f;
+            std::int64_t count = 0;
+            for (std::int64_t ky = 0; ky < k1; ++ky) {
+                const std::int64_t y = y0 + ky;
+                if (y < 0 || y >= H) continue;
+                for (std::int64_t kx = 0; kx < pp.k[0]; ++kx) {
+                    const std::int64_t x = x0 + kx;
+                    if (x < 0 || x >= W) continue;
+                    const float v = elem(a, x, y, i2, i3);
+                    if (mx) acc = v > acc ? v : acc;
+                    else acc += v;
+                    ++count;
+                }
+            }
+            // avg: pool_1d divides by the taps inside the row, pool_2d by the whole window (as ggml)
+            if (!mx) acc = two ? acc / static_cast<float>(pp.k[0] * pp.k[1]) : (count > 0 ? acc / static_cast<float>(count) : 0.f);
+            z[o] = acc;
+        }
+    });
+}
+
+}  // namespace impl
+
+inline void conv_compute(const node& n, const exec_params& p) {
+    switch (n.op) {
+        case op_kind::im2col: return impl::im2col(n, p);
+        case op_kind::conv_2d:
+        case op_kind::conv_2d_dw: return impl::conv_2d(n, p);
+        case op_kind::conv_transpose_1d: return impl::conv_transpose_1d(n, p);
+        case op_kind::conv_transpose_2d: return impl::conv_transpose_2d(n, p);
+        case op_kind::pool_1d:
+        case op_kind::pool_2d: return impl::pool(n, p);
+        default: return;
+    }
+}
+
+}  // namespace graph::cpu
+TESSERA_END_NAMESPACE
