@@ -1,5 +1,7 @@
-// Tiled GEMM of q4_0 / q8_0 weights with q8_0 activations (mul_mat with many columns):
-// out[n*ldo + m] = sum over blocks b of (dx[m,b] * dy[n,b]) * sum_t wq[m,b,t] * yq[n,b,t].
+// Tiled GEMM of q4_0 / q8_0 weights with q8_0 activations, and of q4_K weights with q8_K
+// activations (mul_mat with many columns):
+// out[n*ldo + m] = sum over blocks b of (dx[m,b] * dy[n,b]) * sum_t wq[m,b,t] * yq[n,b,t]
+// (q4_K: see the q4_K section below; its lanes are 32-element sub-blocks).
 //
 // Both sides are repacked so that one 512-bit vector holds four bytes of each of 16
 // consecutive blocks ("x16" layout): after the 8 vpdpbusd of a group of 16 blocks,
@@ -19,13 +21,15 @@
 // per vector), avx512bw and avx512vnni (512-bit; dpbusd512 picks vpdpbusd on VNNI).
 // Integer parts are exact everywhere; the f32 sum order differs.
 //
-// Kernels (k a multiple of 32, validated by the caller):
+// Kernels (k a multiple of 32, for q4_K of 256, validated by the caller):
 //   gemm_q4_0<A>(k, m, n, const block_q4_0* x, size_t x_stride_bytes,
 //                const std::byte* y_packed, size_t y_stride_bytes, float* out, size_t ldo,
 //                std::byte* work)   // work: qgemm_work_bytes(k), 64-byte aligned
-//   gemm_q8_0<A>(same with block_q8_0 weights)
+//   gemm_q8_0<A>(same with block_q8_0 weights), gemm_q4_K<A>(block_q4_K weights, q8_K activations)
+//   gemm_q4_0_rows4 / gemm_q8_0_rows4 / gemm_q4_K_rows4: the same on repacked weights
 // Layout helpers (plain functions, used outside the arch units):
-//   qgemm_act_row_bytes(k), qgemm_work_bytes(k), qgemm_pack_act(k, const block_q8_0*, std::byte*)
+//   qgemm_act_row_bytes(k), qgemm_work_bytes(k),
+//   qgemm_pack_act(k, const block_q8_0*, std::byte*), qgemm_pack_act(k, const block_q8_K*, std::byte*)
 #pragma once
 
 #include <cstddef>
