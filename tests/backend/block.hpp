@@ -115,11 +115,12 @@ inline void fill_weights(block& b) {
     }
 }
 
-inline void set_inputs(block& b) {
+// shift varies the tokens (for computes that must differ).
+inline void set_inputs(block& b, std::int64_t shift = 0) {
     const auto T = b.d.T;
     std::vector<std::int32_t> tok(static_cast<std::size_t>(T)), pos(static_cast<std::size_t>(T));
     for (std::int64_t i = 0; i < T; ++i) {
-        tok[static_cast<std::size_t>(i)] = static_cast<std::int32_t>((i * 7 + 3) % b.d.V);
+        tok[static_cast<std::size_t>(i)] = static_cast<std::int32_t>((i * 7 + 3 + shift) % b.d.V);
         pos[static_cast<std::size_t>(i)] = static_cast<std::int32_t>(i);
     }
     std::vector<float> mask(static_cast<std::size_t>(T * T));

@@ -3,6 +3,7 @@
 // the eval callback, and the errors of bad use.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <set>
 #include <string>
 
@@ -34,14 +35,14 @@ placed place(blocktest::dims d, const std::set<std::string>& on_ref) {
 }
 
 // The block's output computed by the CPU backend alone.
-std::vector<float> cpu_only(blocktest::dims d) {
+std::vector<float> cpu_only(blocktest::dims d, std::int64_t shift = 0) {
     placed p = place(d, {});
     std::vector<graph::node*> rest;
     for (graph::node* n : p.b.g.leafs())
         if (!n->data) rest.push_back(n);
     for (graph::node* n : p.b.g.nodes()) rest.push_back(n);
     any_buffer buf = alloc_tensors(rest, cpu_buffer_type());
-    blocktest::set_inputs(p.b);
+    blocktest::set_inputs(p.b, shift);
     cpu_init(2).graph_compute(p.b.g);
     return tensor_to_f32(*p.b.out.get());
 }
@@ -83,10 +84,10 @@ TEST_CASE("scheduler: weights on two backends") {
     // every split's nodes run on its backend; every input is a copy living on that backend
     for (const auto& sp : s.splits()) {
         const any_backend& be = s.get_backend(static_cast<std::size_t>(sp.backend));
-        for (const auto& [src, copy] : sp.inputs) {
-            CHECK(s.tensor_backend(copy) == be);
-            CHECK(be.device().supports_buft(buffer_of(*copy).type()));
-            CHECK_FALSE(be.device().supports_buft(buffer_of(*src) ? buffer_of(*src).type() : cpu_buffer_type()));
+        for (const auto& in : sp.inputs) {
+            CHECK(s.tensor_backend(in.copies[0]) == be);
+            CHECK(be.device().supports_buft(buffer_of(*in.copies[0]).type()));
+            CHECK_FALSE(be.device().supports_buft(buffer_of(*in.src) ? buffer_of(*in.src).type() : cpu_buffer_type()));
         }
     }
     CHECK(nmse(tensor_to_f32(*p.b.out.get()), expect) < 1e-10);
@@ -123,7 +124,7 @@ TEST_CASE("scheduler: an op the reference backend refuses runs on the CPU") {
     // copies: tokens and pos (inputs, on the CPU) to REF; kq to the CPU; soft_max back to REF
     std::set<std::string> copied;
     for (const auto& sp : s.splits())
-        for (const auto& in : sp.inputs) copied.insert(in.first->name);
+        for (const auto& in : sp.inputs) copied.insert(in.src->name);
     CHECK(copied == std::set<std::string>{"tokens", "pos", "kq", "attn"});
     CHECK(s.n_input_copies() == 4);
     CHECK(nmse(tensor_to_f32(*p.b.out.get()), expect) < 1e-10);
@@ -171,6 +172,56 @@ TEST_CASE("scheduler: reserve a worst case, then smaller graphs allocate nothing
     placed p = place(bigger, attention_weights);
     s.alloc_graph(p.b.g);
     CHECK(s.n_reallocs() >= 1);
+}
+
+TEST_CASE("scheduler: pipeline parallelism keeps n_copies sets of the split inputs") {
+    const blocktest::dims d;
+    placed p = place(d, attention_weights);
+    any_backend ref = reference_init(), cpu = cpu_init(2);
+    scheduler s({ref, cpu}, {}, 3);
+    CHECK(s.n_copies() == 3);
+    s.alloc_graph(p.b.g);
+    INFO(s.print());
+    // every split input has three copies on the split's backend, each with memory of its own
+    std::vector<std::pair<const std::byte*, std::size_t>> spans;
+    std::vector<const scheduler::split_input*> token_copies;
+    for (const auto& sp : s.splits()) {
+        for (const auto& in : sp.inputs) {
+            if (in.src->name == "tokens") token_copies.push_back(&in);
+            for (std::size_t c = 0; c < 3; ++c) {
+                const graph::node* cp = in.copies[c];
+                REQUIRE(cp != nullptr);
+                std::string suffix = "#";  // (not "#" + to_string: g++ 12 warns falsely)
+                suffix += std::to_string(c);
+                CHECK(cp->name.ends_with(suffix));
+                CHECK(s.tensor_backend(cp) == s.get_backend(static_cast<std::size_t>(sp.backend)));
+                spans.emplace_back(cp->data, cp->lay.nbytes());
+            }
+            CHECK(in.copies[3] == nullptr);
+        }
+    }
+    REQUIRE_FALSE(token_copies.empty());  // graph inputs get copy sets too, even where no copy is needed
+    std::sort(spans.begin(), spans.end());
+    for (std::size_t i = 1; i < spans.size(); ++i) CHECK(spans[i - 1].first + spans[i - 1].second <= spans[i].first);
+    // compute i uses copy set i % 3; results equal the CPU alone for each input
+    for (std::int64_t i = 0; i < 5; ++i) {
+        CHECK(s.current_copy() == i % 3);
+        blocktest::set_inputs(p.b, i);
+        s.graph_compute(p.b.g);
+        CHECK(nmse(tensor_to_f32(*p.b.out.get()), cpu_only(d, i)) < 1e-10);
+    }
+    // each copy set still holds the tokens of the last compute that used it (3, 4, 2)
+    const std::int64_t last_user[3] = {3, 4, 2};
+    for (const auto* in : token_copies) {
+        for (std::size_t c = 0; c < 3; ++c) {
+            std::vector<std::int32_t> got(static_cast<std::size_t>(d.T));
+            tensor_get(*in->copies[c], got.data(), 0, got.size() * 4);
+            for (std::int64_t t = 0; t < d.T; ++t)
+                CHECK(got[static_cast<std::size_t>(t)] == (t * 7 + 3 + last_user[c]) % d.V);
+        }
+    }
+    CHECK_THROWS_WITH_AS(scheduler({cpu}, {}, 0), doctest::Contains("n_copies is 0, must be 1..4"), tessera::error);
+    CHECK_THROWS_WITH_AS(scheduler({cpu}, {}, 5), doctest::Contains("n_copies is 5"), tessera::error);
 }
 
 TEST_CASE("scheduler: user assignments are kept") {

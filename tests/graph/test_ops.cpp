@@ -234,7 +234,7 @@ TEST_CASE("ops: gated linear units, single-tensor (and swapped) and split forms"
 
 // ---- reductions, norms ---------------------------------------------------------------------------
 
-TEST_CASE("ops: sum, sum_rows, mean, argmax, count_equal") {
+TEST_CASE("ops: sum, sum_rows, mean, argmax, count_equal, cross_entropy_loss") {
     for (type_id t : {type_id::f32, type_id::f16})
         for (ne4 s : {ne4{10, 5, 4, 3}, ne4{1025, 3, 1, 1}, ne4{1, 7, 2, 1}})
             for (bool strided : {false, true})
@@ -282,6 +282,59 @@ TEST_CASE("ops: sum, sum_rows, mean, argmax, count_equal") {
                   }
                   return o;
               });
+    for (ne4 s : {ne4{10, 5, 4, 3}, ne4{30000, 1, 1, 1}, ne4{33, 7, 1, 1}})
+        for (bool strided : {false, true})
+            for (bool one_hot : {false, true}) {
+                check("cross_entropy_loss " + sh(s) + (strided ? " strided" : "") + (one_hot ? " one-hot" : ""),
+                      [&](context& ctx) {
+                          built b;
+                          node* x = input(ctx, type_id::f32, s, strided);
+                          node* y = ctx.new_tensor(type_id::f32, s);
+                          b.out = cross_entropy_loss(any_tensor(x), any_tensor(y)).get();
+                          b.inputs = {x, y};
+                          b.lo = -4.0, b.hi = 4.0;
+                          b.init.push_back({y, [&](node* t, std::mt19937& rng) {  // each row a distribution
+                                                std::uniform_real_distribution<double> u(0.0, 1.0);
+                                                const std::int64_t n = t->lay.ne[0];
+                                                for (std::int64_t r = 0; r < t->lay.nrows(); ++r) {
+                                                    std::vector<double> v(static_cast<std::size_t>(n), 0.0);
+                                                    double sum = 0;
+                                                    if (one_hot) {
+                                                        v[static_cast<std::size_t>(rng() % static_cast<unsigned>(n))] = 1.0, sum = 1.0;
+                                                    } else {
+                                                        for (double& e : v) sum += (e = u(rng));
+                                                    }
+                                                    for (std::int64_t i = 0; i < n; ++i)
+                                                        write_elem(type_id::f32, t->data + static_cast<std::size_t>((r * n + i) * 4),
+                                                                   v[static_cast<std::size_t>(i)] / sum);
+                                                }
+                                            }});
+                          return b;
+                      },
+                      [&](const std::vector<host>& in) {
+                          const host& X = in[0];
+                          const host& Y = in[1];
+                          const std::int64_t n = s[0], rows = s[1] * s[2] * s[3];
+                          double total = 0;
+                          for (std::int64_t r = 0; r < rows; ++r) {
+                              double mx = -1e300, se = 0;
+                              for (std::int64_t i = 0; i < n; ++i) mx = std::max(mx, X.v[static_cast<std::size_t>(r * n + i)]);
+                              for (std::int64_t i = 0; i < n; ++i) se += std::exp(X.v[static_cast<std::size_t>(r * n + i)] - mx);
+                              for (std::int64_t i = 0; i < n; ++i)
+                                  total -= Y.v[static_cast<std::size_t>(r * n + i)] *
+                                           (X.v[static_cast<std::size_t>(r * n + i)] - mx - std::log(se));
+                          }
+                          host o = host::zeros({1, 1, 1, 1});
+                          o.v[0] = total / static_cast<double>(rows);
+                          return o;
+                      });
+            }
+    {
+        context ctx({.no_alloc = true});
+        node* x = ctx.new_tensor(type_id::f32, {10, 3, 1, 1});
+        node* y = ctx.new_tensor(type_id::f32, {10, 4, 1, 1});
+        CHECK_THROWS_WITH_AS(cross_entropy_loss(any_tensor(x), any_tensor(y)), doctest::Contains("differ in shape"), tessera::error);
+    }
     check("count_equal [4,500]",
           [&](context& ctx) {
               built b;

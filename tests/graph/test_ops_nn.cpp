@@ -149,6 +149,176 @@ TEST_CASE("ops: rope normal and neox, YaRN parameters, freq factors, partial rot
                             }
 }
 
+// rope of the multi modes (mrope, imrope, vision) and rope_back, from ggml's definition:
+// four angle streams advanced by base^(-2/n_dims) per pair, the stream of pair i picked
+// by its sector i % sum(sections); vision resets a stream's angle where its section starts.
+host rope_multi_ref(const std::vector<host>& in, const rope_params& p, bool ff, double sin_sign) {
+    host o = in[0];
+    const auto& s = in[0].ne;
+    const int mode = p.mode;
+    const bool vision = mode == rope_mode_vision;
+    const std::int64_t pairs = vision ? p.n_dims : p.n_dims / 2;
+    const int* sec = p.sections.data();
+    const int total = sec[0] + sec[1] + sec[2] + sec[3];
+    const double scale = std::pow(double(p.freq_base), -2.0 / p.n_dims);
+    for (std::int64_t i3 = 0; i3 < s[3]; ++i3)
+        for (std::int64_t i2 = 0; i2 < s[2]; ++i2) {
+            double base[4];
+            for (int st = 0; st < 4; ++st) base[st] = in[1].v[static_cast<std::size_t>(i2 + st * s[2])];
+            double th[4] = {base[0], base[1], base[2], base[3]};
+            std::vector<double> c(static_cast<std::size_t>(pairs)), sn(static_cast<std::size_t>(pairs));
+            for (std::int64_t i = 0; i < pairs; ++i) {
+                const int sector = static_cast<int>(i % total);
+                if (vision) {
+                    if (sector == 0) th[0] = base[0];
+                    else if (sector == sec[0]) th[1] = base[1];
+                    else if (sector == sec[0] + sec[1]) th[2] = base[2];
+                    else if (sector == sec[0] + sec[1] + sec[2]) th[3] = base[3];
+                }
+                double theta = th[0];
+                if (mode == rope_mode_imrope) {
+                    if (sector % 3 == 1 && sector < 3 * sec[1]) theta = th[1];
+                    else if (sector % 3 == 2 && sector < 3 * sec[2]) theta = th[2];
+                    else if (sector % 3 == 0 && sector < 3 * sec[0]) theta = th[0];
+                    else theta = th[3];
+                } else {
+                    if (sector >= sec[0] && sector < sec[0] + sec[1]) theta = th[1];
+                    else if (sector >= sec[0] + sec[1] && sector < sec[0] + sec[1] + sec[2]) theta = th[2];
+                    else if (sector >= sec[0] + sec[1] + sec[2]) theta = th[3];
+                }
+                if (ff) theta /= in[2].v[static_cast<std::size_t>(i)];
+                c[static_cast<std::size_t>(i)] = std::cos(p.freq_scale * theta) * p.attn_factor;
+                sn[static_cast<std::size_t>(i)] = std::sin(p.freq_scale * theta) * p.attn_factor * sin_sign;
+                for (double& t : th) t *= scale;
+            }
+            const std::int64_t off = vision ? p.n_dims : p.n_dims / 2;  // pairs (i, i + off)
+            for (std::int64_t i1 = 0; i1 < s[1]; ++i1)
+                for (std::int64_t i = 0; i < pairs; ++i) {
+                    const double x0 = in[0].at(i, i1, i2, i3), x1 = in[0].at(i + off, i1, i2, i3);
+                    const double cc = c[static_cast<std::size_t>(i)], ss = sn[static_cast<std::size_t>(i)];
+                    o.at(i, i1, i2, i3) = x0 * cc - x1 * ss;
+                    o.at(i + off, i1, i2, i3) = x0 * ss + x1 * cc;
+                }
+        }
+    return o;
+}
+
+TEST_CASE("ops: rope multi-section modes (mrope, imrope, vision) and rope_back") {
+    struct mcase {
+        int mode;
+        ne4 s;
+        int n_dims;
+        std::array<int, 4> sections;
+    };
+    const mcase cases[] = {
+        {rope_mode_mrope, {128, 4, 5, 1}, 128, {16, 24, 24, 0}},   // qwen2-vl
+        {rope_mode_mrope, {96, 3, 7, 2}, 64, {8, 12, 8, 4}},       // partial rotation, an e stream
+        {rope_mode_imrope, {128, 2, 6, 1}, 128, {24, 20, 20, 0}},  // qwen3-vl
+        {rope_mode_vision, {64, 3, 5, 1}, 32, {8, 8, 0, 0}},       // vit: two section cycles per row
+        {rope_mode_normal, {64, 3, 5, 1}, 64, {}},                  // rope_back of the plain modes too
+        {rope_mode_neox, {80, 2, 4, 1}, 48, {}},
+    };
+    for (const mcase& mc : cases)
+        for (op_kind op : {op_kind::rope, op_kind::rope_back})
+            for (type_id t : {type_id::f32, type_id::f16})
+                for (bool ff : {false, true}) {
+                    if ((mc.mode & rope_mode_mrope) == 0 && op == op_kind::rope) continue;  // covered above
+                    rope_params p;
+                    p.n_dims = mc.n_dims;
+                    p.mode = mc.mode;
+                    p.n_ctx_orig = 4096;
+                    p.freq_scale = ff ? 0.75f : 1.f;
+                    p.attn_factor = ff ? 1.25f : 1.f;
+                    p.sections = mc.sections;
+                    const bool multi = (mc.mode & rope_mode_mrope) != 0;
+                    const std::int64_t pairs = mc.mode == rope_mode_vision ? mc.n_dims : mc.n_dims / 2;
+                    check(std::string(op_name(op)) + " mode " + std::to_string(mc.mode) + " " + tn(t) + sh(mc.s) +
+                              (ff ? " ff" : ""),
+                          [&](context& ctx) {
+                              built b;
+                              node* x = ctx.new_tensor(t, mc.s);
+                              node* pos = ctx.new_tensor(type_id::i32, {mc.s[2] * (multi ? 4 : 1), 1, 1, 1});
+                              node* f = ff ? ctx.new_tensor(type_id::f32, {pairs, 1, 1, 1}) : nullptr;
+                              b.out = (op == op_kind::rope ? rope_ext(any_tensor(x), any_tensor(pos), any_tensor(f), p)
+                                                           : rope_ext_back(any_tensor(x), any_tensor(pos), any_tensor(f), p))
+                                          .get();
+                              b.inputs = {x, pos};
+                              if (f) {
+                                  b.inputs.push_back(f);
+                                  b.init.push_back({f, [](node* tt, std::mt19937& rng) {
+                                                        std::uniform_real_distribution<double> d(0.9, 1.1);
+                                                        for (std::int64_t i = 0; i < tt->lay.nelements(); ++i)
+                                                            write_elem(type_id::f32, tt->data + i * 4, d(rng));
+                                                    }});
+                              }
+                              b.init.push_back({pos, indices_below(512)});
+                              return b;
+                          },
+                          [&](const std::vector<host>& in) {
+                              if (multi) return rope_multi_ref(in, p, ff, op == op_kind::rope_back ? -1.0 : 1.0);
+                              // normal / neox rope_back: rotate by -theta
+                              host o = in[0];
+                              const auto& s = mc.s;
+                              for (std::int64_t i3 = 0; i3 < s[3]; ++i3)
+                                  for (std::int64_t i2 = 0; i2 < s[2]; ++i2)
+                                      for (std::int64_t i1 = 0; i1 < s[1]; ++i1)
+                                          for (std::int64_t i = 0; i < mc.n_dims / 2; ++i) {
+                                              double th = in[1].v[static_cast<std::size_t>(i2)] * std::pow(10000.0, -2.0 * i / mc.n_dims);
+                                              if (ff) th /= in[2].v[static_cast<std::size_t>(i)];
+                                              th *= p.freq_scale;
+                                              const std::int64_t j0 = mc.mode == rope_mode_neox ? i : 2 * i;
+                                              const std::int64_t j1 = mc.mode == rope_mode_neox ? i + mc.n_dims / 2 : 2 * i + 1;
+                                              const double x0 = in[0].at(j0, i1, i2, i3), x1 = in[0].at(j1, i1, i2, i3);
+                                              o.at(j0, i1, i2, i3) = (x0 * std::cos(th) + x1 * std::sin(th)) * p.attn_factor;
+                                              o.at(j1, i1, i2, i3) = (-x0 * std::sin(th) + x1 * std::cos(th)) * p.attn_factor;
+                                          }
+                              return o;
+                          });
+                }
+    // rope_back undoes rope (attn_factor 1): back(rope(x)) == x
+    for (const mcase& mc : cases) {
+        rope_params p;
+        p.n_dims = mc.n_dims;
+        p.mode = mc.mode;
+        p.sections = mc.sections;
+        const bool multi = (mc.mode & rope_mode_mrope) != 0;
+        check("rope_back(rope) mode " + std::to_string(mc.mode),
+              [&](context& ctx) {
+                  built b;
+                  node* x = ctx.new_tensor(type_id::f32, mc.s);
+                  node* pos = ctx.new_tensor(type_id::i32, {mc.s[2] * (multi ? 4 : 1), 1, 1, 1});
+                  any_tensor r = rope_ext(any_tensor(x), any_tensor(pos), any_tensor(), p);
+                  b.out = rope_ext_back(r, any_tensor(pos), any_tensor(), p).get();
+                  b.inputs = {x};
+                  b.init.push_back({pos, indices_below(512)});
+                  b.max_nmse = 1e-12;
+                  return b;
+              },
+              [&](const std::vector<host>& in) { return in[0]; });
+    }
+    // bad parameters are refused with the reason
+    context ctx({.no_alloc = true});
+    node* x = ctx.new_tensor(type_id::f32, {64, 2, 3, 1});
+    node* pos4 = ctx.new_tensor(type_id::i32, {12, 1, 1, 1});
+    rope_params p;
+    p.n_dims = 32;
+    p.mode = 5;
+    CHECK_THROWS_WITH_AS(rope_ext(any_tensor(x), any_tensor(pos4), any_tensor(), p), doctest::Contains("mode 5 is not one of ggml's"),
+                         tessera::error);
+    p.mode = rope_mode_mrope;
+    CHECK_THROWS_WITH_AS(rope_ext(any_tensor(x), any_tensor(pos4), any_tensor(), p), doctest::Contains("sections {0, 0, 0, 0}"),
+                         tessera::error);
+    p.mode = rope_mode_vision;
+    p.n_dims = 16;
+    p.sections = {4, 4, 0, 0};
+    CHECK_THROWS_WITH_AS(rope_ext(any_tensor(x), any_tensor(pos4), any_tensor(), p), doctest::Contains("n_dims = a.ne0 / 2"),
+                         tessera::error);
+    p.n_dims = 32;
+    node* pos1 = ctx.new_tensor(type_id::i32, {3, 1, 1, 1});
+    CHECK_THROWS_WITH_AS(rope_ext(any_tensor(x), any_tensor(pos1), any_tensor(), p), doctest::Contains("need 4 x a.ne2 entries"),
+                         tessera::error);
+}
+
 TEST_CASE("ops: soft_max with mask (f32/f16, broadcast), scale, ALiBi, sinks") {
     struct sm {
         ne4 a;

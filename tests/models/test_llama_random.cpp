@@ -107,19 +107,24 @@ TEST_CASE("random model: the batched prompt pass equals feeding tokens one by on
             REQUIRE(batched.size() == toks.size() * static_cast<std::size_t>(m.n_vocab()));
             CHECK(m.n_past() == 40);
             const auto single = one_by_one(m, toks);
-            // f16 caches round K and V identically on both paths; only sum orders differ
-            CHECK(rel_diff(single, batched) < 1e-4);
+            // Only sum orders differ between the paths. Without flash attention an f16
+            // cache also rounds q and the probabilities to f16 (as ggml does), and a
+            // sum-order difference of one f32 ulp can move such a value by one f16 ulp
+            // (2^-11 relative): measured up to 1.3e-4 with AVX2 kernels, 4e-5 with
+            // SSE4.2, 0 with the scalar ones; f32 caches stay below 1e-6.
+            const double tol = kv == type_id::f16 && !fa ? 5e-4 : 1e-4;
+            CHECK(rel_diff(single, batched) < tol);
             // two batches (a cached prefix, then 25 tokens at once)
             m.reset();
             auto part = m.eval(std::span(toks).first(15), true);
             const auto rest = m.eval(std::span(toks).subspan(15), true);
             part.insert(part.end(), rest.begin(), rest.end());
-            CHECK(rel_diff(part, batched) < 1e-4);
+            CHECK(rel_diff(part, batched) < tol);
             // truncate and re-evaluate the tail: the same logits
             m.truncate(30);
             const auto tail = m.eval(std::span(toks).subspan(30), true);
             const std::vector<float> want(batched.end() - static_cast<std::ptrdiff_t>(tail.size()), batched.end());
-            CHECK(rel_diff(tail, want) < 1e-4);
+            CHECK(rel_diff(tail, want) < tol);
         }
     }
 }

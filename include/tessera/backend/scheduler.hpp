@@ -19,6 +19,12 @@
 //      cannot read (its device does not support the source's buffer type) gets a copy
 //      in the split backend's buffer type, made before the split runs and shared by
 //      later splits on that backend.
+// Pipeline parallelism (n_copies > 1, ggml's `parallel`): every such input copy, and
+// every graph input a split reads, exists n_copies times; compute i uses copy set
+// i % n_copies, so the inputs of the next compute can be written while the splits of
+// earlier ones still run on other backends. Before a split overwrites its copies of
+// set c it waits for the event recorded when set c was last used on its backend.
+// Copies are then persistent in the compute buffer (never reused for other tensors).
 // alloc_graph plans all compute memory with tessera::memory's planner (one buffer
 // per distinct buffer type, grown only when a graph needs more; reserve sizes them
 // for a worst case up front) and binds the graph; graph_compute runs the splits in
@@ -29,6 +35,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <functional>
 #include <memory>
 #include <string>
@@ -53,16 +60,29 @@ public:
     // every node before it) has been computed, with ask = false: return false to stop.
     using eval_callback = std::function<bool(node& t, bool ask)>;
 
+    // Most copies of the split inputs for pipeline parallelism (ggml's GGML_SCHED_MAX_COPIES).
+    static constexpr int max_copies = 4;
+
+    // A tensor a split reads from memory its backend cannot use, and its copies there.
+    struct split_input {
+        node* src = nullptr;
+        std::array<node*, max_copies> copies{};  // one per copy set; the first n_copies() are used
+    };
     struct split {
         int backend = 0;
         std::vector<node*> nodes;
-        std::vector<std::pair<node*, node*>> inputs;  // (source, its copy on this split's backend)
+        std::vector<split_input> inputs;
     };
 
-    explicit scheduler(std::vector<any_backend> backends, std::vector<any_buffer_type> bufts = {})
-        : backends_(std::move(backends)) {
+    // backends in priority order; bufts: the buffer type for each (default: its
+    // device's); n_copies: copy sets of the split inputs (1 = no pipelining).
+    explicit scheduler(std::vector<any_backend> backends, std::vector<any_buffer_type> bufts = {}, int n_copies = 1)
+        : backends_(std::move(backends)), n_copies_(n_copies) {
         if (backends_.empty()) fail(errc::invalid_argument, "scheduler: no backends");
         if (backends_.size() > 16) fail(errc::invalid_argument, "scheduler: more than 16 backends");
+        if (n_copies < 1 || n_copies > max_copies)
+            fail(errc::invalid_argument, "scheduler: n_copies is " + std::to_string(n_copies) + ", must be 1.." +
+                                             std::to_string(max_copies));
         if (!bufts.empty() && bufts.size() != backends_.size())
             fail(errc::invalid_argument, "scheduler: " + std::to_string(bufts.size()) + " buffer types for " +
                                              std::to_string(backends_.size()) + " backends");
@@ -83,7 +103,8 @@ public:
                 buf_types_.push_back(bt);
             }
             buf_id_.push_back(id);
-            events_.push_back(devices_[i].event_new());
+            events_.emplace_back();
+            for (int c = 0; c < n_copies_; ++c) events_.back().push_back(devices_[i].event_new());
         }
         buffers_.resize(buf_types_.size());
     }
@@ -104,10 +125,12 @@ public:
     }
     int n_splits() const noexcept { return static_cast<int>(splits_.size()); }
     const std::vector<split>& splits() const noexcept { return splits_; }
-    // Copies of the graph made for pipeline parallelism (always 1 here).
-    int n_copies() const noexcept { return 1; }
-    // Tensors copied from one backend to another in the last split.
-    int n_input_copies() const noexcept { return static_cast<int>(copy_src_.size()); }
+    // Copy sets of the split inputs (pipeline parallelism; 1 = none).
+    int n_copies() const noexcept { return n_copies_; }
+    // The copy set the next compute uses.
+    int current_copy() const noexcept { return cur_copy_; }
+    // Tensors copied to a split's backend in the last split (per copy set).
+    int n_input_copies() const noexcept { return static_cast<int>(copy_src_.size()) / n_copies_; }
     // Bytes of compute buffer held for backend i.
     std::size_t buffer_size(std::size_t i) const {
         const any_buffer& b = buffers_.at(static_cast<std::size_t>(buf_id_.at(i)));
@@ -124,6 +147,7 @@ public:
         copy_src_.clear();
         redirects_.clear();
         allocated_ = nullptr;
+        cur_copy_ = 0;
     }
 
     // Sizes the compute buffers for a worst-case graph, so that smaller graphs
@@ -154,26 +178,36 @@ public:
         allocated_nodes_ = g.n_nodes();
     }
 
-    // Computes g (allocating it first unless alloc_graph(g) was the last allocation).
+    // Computes g (allocating it first unless alloc_graph(g) was the last allocation)
+    // and waits for every backend.
     void graph_compute(const graph::cgraph& g) {
+        graph_compute_async(g);
+        synchronize();
+    }
+
+    // Queues g's splits and returns without waiting for the last ones; the next call
+    // uses the next copy set. The backends must have taken what they need from the
+    // nodes when their graph_compute_async returns (the user's graph is restored then).
+    void graph_compute_async(const graph::cgraph& g) {
         if (allocated_ != &g || allocated_nodes_ != g.n_nodes()) alloc_graph(g);
+        const auto cur = static_cast<std::size_t>(cur_copy_);
         struct restore {
             scheduler* s;
             ~restore() {
                 for (auto it = s->redirects_.rbegin(); it != s->redirects_.rend(); ++it) it->n->src[it->slot] = it->orig;
             }
         } guard{this};
-        for (const redirect& r : redirects_) r.n->src[r.slot] = r.copy;
-        std::vector<bool> done(backends_.size(), false);
+        for (const redirect& r : redirects_) r.n->src[r.slot] = r.copies[cur];
         for (const split& sp : splits_) {
-            any_backend& be = backends_[static_cast<std::size_t>(sp.backend)];
-            for (const auto& [src, copy] : sp.inputs) {
-                const int from = location_backend(*src);
-                if (from >= 0 && from != sp.backend) {
-                    if (events_[static_cast<std::size_t>(from)]) events_[static_cast<std::size_t>(from)].synchronize();
-                    else backends_[static_cast<std::size_t>(from)].synchronize();
-                }
-                if (!be.cpy_tensor_async(*src, *copy)) tensor_copy(*src, *copy);
+            const auto b = static_cast<std::size_t>(sp.backend);
+            any_backend& be = backends_[b];
+            // copy set cur on this backend may still be read by an earlier compute
+            if (n_copies_ > 1 && !sp.inputs.empty()) wait_for(b, cur);
+            for (const split_input& in : sp.inputs) {
+                const int from = location_backend(*in.src);
+                if (from >= 0 && from != sp.backend) wait_for(static_cast<std::size_t>(from), cur);
+                node& copy = *in.copies[cur];
+                if (!be.cpy_tensor_async(*in.src, copy)) tensor_copy(*in.src, copy);
             }
             if (!eval_) {
                 be.graph_compute_async(graph_view(std::span<node* const>(sp.nodes)));
@@ -186,15 +220,16 @@ public:
                     start = j + 1;
                     if (!eval_(*sp.nodes[j], false)) {
                         synchronize();
+                        cur_copy_ = (cur_copy_ + 1) % n_copies_;
                         return;
                     }
                 }
                 if (start < sp.nodes.size())
                     be.graph_compute_async(graph_view(std::span<node* const>(sp.nodes.data() + start, sp.nodes.size() - start)));
             }
-            if (events_[static_cast<std::size_t>(sp.backend)]) events_[static_cast<std::size_t>(sp.backend)].record(be);
+            if (events_[b][cur]) events_[b][cur].record(be);
         }
-        synchronize();
+        cur_copy_ = (cur_copy_ + 1) % n_copies_;
     }
 
     void synchronize() {
@@ -210,7 +245,7 @@ public:
                  std::to_string(sp.nodes.size()) + " nodes";
             if (!sp.inputs.empty()) {
                 s += ", inputs:";
-                for (const auto& in : sp.inputs) s += " " + in.second->name;
+                for (const auto& in : sp.inputs) s += " " + in.copies[0]->name;
             }
             s += "\n";
         }
@@ -222,8 +257,19 @@ private:
         node* n;
         std::size_t slot;
         node* orig;
-        node* copy;
+        std::array<node*, max_copies> copies;
     };
+
+    // Waits until the work of backend b recorded for copy set c is done (the whole
+    // backend when its device has no events).
+    void wait_for(std::size_t b, std::size_t c) {
+        if (events_[b][c]) events_[b][c].synchronize();
+        else backends_[b].synchronize();
+    }
+    // A graph input the user writes before each compute (gets copy sets when pipelining).
+    static bool is_graph_input(const node& t) noexcept {
+        return t.op == graph::op_kind::none && (t.flags & graph::flag_input) && !t.view_src;
+    }
 
     static bool is_view_op(const node& n) noexcept {
         using graph::op_kind;
@@ -387,7 +433,7 @@ private:
     }
 
     void make_splits(const graph::cgraph& g) {
-        std::unordered_map<const node*, std::vector<node*>> copy_of;  // source -> copy per backend
+        std::unordered_map<const node*, std::vector<std::array<node*, max_copies>>> copy_of;  // source -> copies per buffer
         for (node* t : g.nodes()) {
             int b = assigned(t);
             if (is_view_op(*t) && !splits_.empty()) b = splits_.back().backend;  // views do not cut splits
@@ -400,17 +446,21 @@ private:
                 node* s = t->src[k];
                 if (!s) continue;
                 const any_buffer_type bt = location(*s);
-                if (bt && dev.supports_buft(bt)) continue;
+                if (bt && dev.supports_buft(bt) && !(n_copies_ > 1 && is_graph_input(*s))) continue;
                 auto& per = copy_of[s];
-                if (per.empty()) per.assign(backends_.size(), nullptr);
-                node*& c = per[static_cast<std::size_t>(buf_id_[static_cast<std::size_t>(b)])];
-                if (!c) {
-                    c = copies_->new_tensor(s->lay.type, s->lay.ne, std::string(backends_[static_cast<std::size_t>(b)].name()) + "#" + s->name + "#0");
-                    c->lay = s->lay;
-                    c->flags = graph::flag_input;
-                    assigned_[c] = b;
-                    copy_src_[c] = s;
-                    sp.inputs.emplace_back(s, c);
+                if (per.empty()) per.resize(backends_.size());
+                std::array<node*, max_copies>& c = per[static_cast<std::size_t>(buf_id_[static_cast<std::size_t>(b)])];
+                if (!c[0]) {
+                    for (int ci = 0; ci < n_copies_; ++ci) {
+                        node* cp = copies_->new_tensor(s->lay.type, s->lay.ne, std::string(backends_[static_cast<std::size_t>(b)].name()) +
+                                                                                   "#" + s->name + "#" + std::to_string(ci));
+                        cp->lay = s->lay;
+                        cp->flags = graph::flag_input;
+                        assigned_[cp] = b;
+                        copy_src_[cp] = s;
+                        c[static_cast<std::size_t>(ci)] = cp;
+                    }
+                    sp.inputs.push_back(split_input{s, c});
                 }
                 redirects_.push_back({t, k, s, c});
             }
@@ -427,12 +477,13 @@ private:
         };
         for (node* t : g.leafs()) add(t);
         for (const split& sp : splits_) {
-            for (const auto& in : sp.inputs) add(in.second);
+            for (const auto& in : sp.inputs)
+                for (int c = 0; c < n_copies_; ++c) add(in.copies[static_cast<std::size_t>(c)]);
             for (node* t : sp.nodes)
                 if (!index.count(t)) add(t);
         }
         std::unordered_map<const node*, std::vector<std::pair<std::size_t, node*>>> redirected;
-        for (const redirect& r : redirects_) redirected[r.n].emplace_back(r.slot, r.copy);
+        for (const redirect& r : redirects_) redirected[r.n].emplace_back(r.slot, r.copies[0]);
 
         std::vector<memory::tensor_desc> descs(order.size());
         for (std::size_t i = 0; i < order.size(); ++i) {
@@ -441,6 +492,7 @@ private:
             d.size = t->lay.nbytes();
             d.buffer_id = buf_id_[static_cast<std::size_t>(std::max(0, assigned(t)))];
             if (copy_src_.count(t)) {  // a copy: written when its split starts, keeps its source alive
+                if (n_copies_ > 1) d.flags = memory::tensor_flags::input;  // pipelining: never reused
                 d.n_srcs = 1;
                 const auto it = index.find(copy_src_[t]);
                 d.srcs[0] = it != index.end() ? it->second : -1;
@@ -497,7 +549,7 @@ private:
     std::vector<int> buf_id_;                 // per backend: its planner buffer
     std::vector<any_buffer_type> buf_types_;  // per planner buffer
     std::vector<any_buffer> buffers_;         // per planner buffer
-    std::vector<any_event> events_;           // per backend (empty when its device has none)
+    std::vector<std::vector<any_event>> events_;  // per backend, per copy set (empty when its device has none)
     std::unordered_map<const node*, int> user_;
     std::unordered_map<const node*, int> assigned_;
     std::unordered_map<const node*, node*> copy_src_;
@@ -507,6 +559,8 @@ private:
     const graph::cgraph* allocated_ = nullptr;
     std::size_t allocated_nodes_ = 0;
     std::size_t reallocs_ = 0;
+    int n_copies_ = 1;
+    int cur_copy_ = 0;
     eval_callback eval_;
 };
 

@@ -6,5 +6,6 @@
 #include "tessera/graph/ops/elementwise.hpp"
 #include "tessera/graph/ops/matmul.hpp"
 #include "tessera/graph/ops/norm.hpp"
+#include "tessera/graph/ops/recurrent.hpp"
 #include "tessera/graph/ops/reduce.hpp"
 #include "tessera/graph/ops/shape.hpp"

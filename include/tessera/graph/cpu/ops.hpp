@@ -18,6 +18,7 @@
 
 #include "tessera/config.hpp"
 #include "tessera/core/error.hpp"
+#include "tessera/graph/cpu/ops_recurrent.hpp"
 #include "tessera/graph/cpu/rows.hpp"
 #include "tessera/graph/node.hpp"
 #include "tessera/kernels/quant/gemm.hpp"
@@ -151,6 +152,12 @@ inline std::string unsupported_reason(const node& n) {
             return is_float(a->lay.type) ? std::string() : std::string(op_name(n.op)) + " on " + tn(a->lay.type);
         case op_kind::argmax: return a->lay.type == type_id::f32 ? std::string() : "argmax on " + tn(a->lay.type);
         case op_kind::count_equal: return {};
+        case op_kind::cross_entropy_loss: return {};
+        case op_kind::ssm_conv:
+        case op_kind::ssm_scan:
+        case op_kind::rwkv_wkv6:
+        case op_kind::gated_linear_attn:
+        case op_kind::rwkv_wkv7: return {};  // f32 only, checked when built
         case op_kind::repeat:
         case op_kind::concat:
             return detail::is_plain(t) ? std::string() : std::string(op_name(n.op)) + " of block type " + tn(t);
@@ -161,12 +168,8 @@ inline std::string unsupported_reason(const node& n) {
             if (is_float(t) || quant::can_quantize(t)) return {};
             return "set_rows into " + tn(t) + " (no quantize kernel for this type yet)";
         case op_kind::soft_max: return is_float(t) ? std::string() : "soft_max on " + tn(t);
-        case op_kind::rope: {
-            const auto& p = n.param<rope_params>();
-            if (p.mode != rope_mode_normal && p.mode != rope_mode_neox)
-                return "rope mode " + std::to_string(p.mode) + " (only normal 0 and neox 2 so far)";
-            return is_float(t) ? std::string() : "rope on " + tn(t);
-        }
+        case op_kind::rope:
+        case op_kind::rope_back: return is_float(t) ? std::string() : std::string(op_name(n.op)) + " on " + tn(t);
         case op_kind::mul_mat:
             if (is_float(a->lay.type)) return {};
             if (quant::can_quantize(a->lay.type) && quant::can_quantize(quant::dot_partner_type(a->lay.type))) return {};
@@ -232,7 +235,10 @@ inline scratch_need scratch_for(const node& n) {
             const std::int64_t dk = n.src[0]->lay.ne[0] + 16, dv = n.src[2]->lay.ne[0] + 16;
             return {f((impl_fa_q_block + 1) * (dk + dv) + 2 * impl_fa_q_block + 64), 0};
         }
-        case op_kind::rope: return {f(4 * rowf), 0};
+        case op_kind::rope:
+        case op_kind::rope_back: return {f(4 * rowf), 0};
+        case op_kind::cross_entropy_loss:
+            return {f(3 * rowf), detail::align_up(static_cast<std::size_t>(n.src[0]->lay.nrows()) * sizeof(double))};
         case op_kind::none:
         case op_kind::view:
         case op_kind::reshape:
@@ -481,6 +487,38 @@ inline void reduce(const node& d, const exec_params& p) {
     }
 }
 
+// Each thread computes its rows' losses into the shared scratch; thread 0 adds them in
+// row order, so the result does not depend on the thread count.
+inline void cross_entropy_loss(const node& d, const exec_params& p) {
+    const node& a = *d.src[0];
+    const node& b = *d.src[1];
+    const auto& k = *p.k;
+    const auto n = static_cast<std::size_t>(a.lay.ne[0]);
+    const std::size_t row = detail::align_up(n, 16);
+    float* bufa = reinterpret_cast<float*>(p.scratch);
+    float* bufb = bufa + row;
+    float* e = bufb + row;
+    auto* loss = reinterpret_cast<double*>(p.shared);
+    const std::int64_t rows = a.lay.nrows();
+    const auto [r0, r1] = p.split(rows);
+    for (std::int64_t r = r0; r < r1; ++r) {
+        const auto [i1, i2, i3] = unravel_row(a.lay, r);
+        const float* x = load_row(k, a, i1, i2, i3, bufa);
+        const float* y = load_row(k, b, i1, i2, i3, bufb);
+        const float mx = k.max(x, n);
+        const double lse = static_cast<double>(mx) + std::log(k.softmax_exp(x, e, n, mx));
+        double s = 0;
+        for (std::size_t i = 0; i < n; ++i)  // a zero label adds nothing, even where the logit is -inf
+            if (y[i] != 0.f) s += static_cast<double>(y[i]) * (static_cast<double>(x[i]) - lse);
+        loss[r] = -s;
+    }
+    p.barrier();
+    if (p.ith != 0) return;
+    double total = 0;
+    for (std::int64_t r = 0; r < rows; ++r) total += loss[r];
+    write_scalar(type_id::f32, d.bytes(), static_cast<float>(total / static_cast<double>(rows)));
+}
+
 inline void count_equal(const node& d, const exec_params& p) {
     if (p.ith != 0) return;
     const node& a = *d.src[0];
@@ -649,18 +687,41 @@ inline void soft_max(const node& d, const exec_params& p) {
     }
 }
 
+// The position stream (0 t, 1 h, 2 w, 3 e) pair i of a multi-mode rope uses, and the
+// pair index its angle is computed from (vision restarts it at each section).
+inline std::pair<int, std::int64_t> rope_stream(const rope_params& rp, std::int64_t i) {
+    const auto& s = rp.sections;
+    const std::int64_t total = s[0] + s[1] + s[2] + s[3];
+    const std::int64_t sec = i % total;
+    if (rp.mode == rope_mode_imrope) {
+        if (sec % 3 == 1 && sec < 3 * s[1]) return {1, i};
+        if (sec % 3 == 2 && sec < 3 * s[2]) return {2, i};
+        if (sec % 3 == 0 && sec < 3 * s[0]) return {0, i};
+        return {3, i};
+    }
+    const std::int64_t b1 = s[0], b2 = b1 + s[1], b3 = b2 + s[2];
+    const int st = sec < b1 ? 0 : sec < b2 ? 1 : sec < b3 ? 2 : 3;
+    if (rp.mode != rope_mode_vision) return {st, i};
+    const std::int64_t start[4] = {0, b1, b2, b3};  // the angle restarts where the section starts
+    return {st, sec - start[st]};
+}
+
+// rope and rope_back (forward = false: the same angles, sin negated: the inverse rotation).
 inline void rope(const node& d, const exec_params& p) {
     const node& a = *d.src[0];
     const node& pos = *d.src[1];
     const node* ff = d.src[2];
     const auto& k = *p.k;
     const auto& rp = d.param<rope_params>();
-    const std::int64_t ne0 = d.lay.ne[0];
-    const std::int64_t half = rp.n_dims / 2;
+    const float sin_sign = d.op == op_kind::rope_back ? -1.f : 1.f;
+    const std::int64_t ne0 = d.lay.ne[0], ne2 = d.lay.ne[2];
+    const bool multi = (rp.mode & rope_mode_mrope) != 0, vision = rp.mode == rope_mode_vision;
+    const std::int64_t pairs = vision ? rp.n_dims : rp.n_dims / 2;
+    const std::int64_t rot = vision ? ne0 : rp.n_dims;  // elements the rotation covers
     float* bufa = reinterpret_cast<float*>(p.scratch);
     float* bufd = bufa + detail::align_up(static_cast<std::size_t>(ne0), 16);
-    float* cs = bufd + detail::align_up(static_cast<std::size_t>(ne0), 16);  // cos[half], sin[half]
-    float* sn = cs + half;
+    float* cs = bufd + detail::align_up(static_cast<std::size_t>(ne0), 16);  // cos[pairs], sin[pairs]
+    float* sn = cs + pairs;
     // YaRN correction dims
     float corr0 = 0.f, corr1 = 0.f;
     {
@@ -671,17 +732,22 @@ inline void rope(const node& d, const exec_params& p) {
         corr0 = std::max(0.f, std::floor(corr(rp.beta_fast)));
         corr1 = std::min(static_cast<float>(rp.n_dims - 1), std::ceil(corr(rp.beta_slow)));
     }
-    const bool neox = rp.mode == rope_mode_neox;
+    const auto position = [&](std::int64_t j) {
+        std::int32_t v;
+        std::memcpy(&v, pos.bytes() + static_cast<std::size_t>(j) * pos.lay.nb[0], 4);
+        return static_cast<float>(v);
+    };
     std::int64_t cached = -1;
     const auto [r0, r1] = p.split(d.lay.nrows());
     for (std::int64_t r = r0; r < r1; ++r) {
         const auto [i1, i2, i3] = unravel_row(d.lay, r);
         if (i2 != cached) {
-            std::int32_t ipos;
-            std::memcpy(&ipos, pos.bytes() + static_cast<std::size_t>(i2) * pos.lay.nb[0], 4);
-            const float fpos = static_cast<float>(ipos);
-            for (std::int64_t i = 0; i < half; ++i) {
-                float theta_extrap = fpos * std::pow(rp.freq_base, -2.f * static_cast<float>(i) / static_cast<float>(rp.n_dims));
+            float fpos[4] = {position(i2), 0.f, 0.f, 0.f};
+            if (multi)
+                for (int st = 1; st < 4; ++st) fpos[st] = position(i2 + st * ne2);
+            for (std::int64_t i = 0; i < pairs; ++i) {
+                const auto [st, ia] = multi ? rope_stream(rp, i) : std::pair<int, std::int64_t>{0, i};
+                float theta_extrap = fpos[st] * std::pow(rp.freq_base, -2.f * static_cast<float>(ia) / static_cast<float>(rp.n_dims));
                 if (ff) theta_extrap /= read_scalar(type_id::f32, ff->bytes() + static_cast<std::size_t>(i) * ff->lay.nb[0]);
                 const float theta_interp = rp.freq_scale * theta_extrap;
                 float theta = theta_interp;
@@ -694,15 +760,15 @@ inline void rope(const node& d, const exec_params& p) {
                     mscale *= 1.f + 0.1f * std::log(1.f / rp.freq_scale);
                 }
                 cs[i] = std::cos(theta) * mscale;
-                sn[i] = std::sin(theta) * mscale;
+                sn[i] = std::sin(theta) * mscale * sin_sign;
             }
             cached = i2;
         }
         const float* x = load_row(k, a, i1, i2, i3, bufa);
         std::byte* drow = row_ptr(d, i1, i2, i3);
         float* z = out_f32(d, drow, bufd);
-        k.rope(x, z, cs, sn, static_cast<std::size_t>(rp.n_dims), neox);
-        for (std::int64_t i = rp.n_dims; i < ne0; ++i) z[i] = x[i];
+        k.rope(x, z, cs, sn, static_cast<std::size_t>(rot), rp.mode != rope_mode_normal);
+        for (std::int64_t i = rot; i < ne0; ++i) z[i] = x[i];
         store_f32(k, d.lay.type, drow, d.lay.nb[0], ne0, z);
     }
 }
@@ -1026,7 +1092,14 @@ inline void compute_node(const node& n, const exec_params& p) {
         case op_kind::diag_mask_inf:
         case op_kind::diag_mask_zero: return impl::diag_mask(n, p);
         case op_kind::soft_max: return impl::soft_max(n, p);
-        case op_kind::rope: return impl::rope(n, p);
+        case op_kind::rope:
+        case op_kind::rope_back: return impl::rope(n, p);
+        case op_kind::cross_entropy_loss: return impl::cross_entropy_loss(n, p);
+        case op_kind::ssm_conv: return impl::ssm_conv(n, p);
+        case op_kind::ssm_scan: return impl::ssm_scan(n, p);
+        case op_kind::rwkv_wkv6:
+        case op_kind::gated_linear_attn:
+        case op_kind::rwkv_wkv7: return impl::linear_attention(n, p);
         case op_kind::mul_mat: return impl::mul_mat(n, p);
         case op_kind::flash_attn_ext: return impl::flash_attn_ext(n, p);
         default: return;  // refused by unsupported_reason before any compute
@@ -1044,7 +1117,9 @@ inline bool implements(op_kind op) noexcept {
         case op_kind::glu: case op_kind::norm: case op_kind::rms_norm: case op_kind::l2_norm: case op_kind::sum:
         case op_kind::sum_rows: case op_kind::mean: case op_kind::argmax: case op_kind::count_equal: case op_kind::repeat:
         case op_kind::concat: case op_kind::get_rows: case op_kind::set_rows: case op_kind::diag_mask_inf:
-        case op_kind::diag_mask_zero: case op_kind::soft_max: case op_kind::rope: case op_kind::mul_mat:
+        case op_kind::diag_mask_zero: case op_kind::soft_max: case op_kind::rope: case op_kind::rope_back: case op_kind::mul_mat:
+        case op_kind::cross_entropy_loss: case op_kind::ssm_conv: case op_kind::ssm_scan: case op_kind::rwkv_wkv6:
+        case op_kind::gated_linear_attn: case op_kind::rwkv_wkv7:
         case op_kind::flash_attn_ext: return true;
         default: return false;
     }

@@ -42,23 +42,43 @@ inline void add_sinks(node* t, node* sinks, int slot, std::int64_t heads) {
     t->src[static_cast<std::size_t>(slot)] = sinks;
 }
 
-inline node* rope(node* a, node* pos, node* freq, const rope_params& p, bool inplace) {
-    check_float("rope", a, "a");
-    check_type("rope", pos, type_id::i32, "positions");
-    const bool multi = (p.mode & rope_mode_mrope) != 0;
+// Cos/sin pairs a rope of these parameters computes per row (vision rotates the whole row).
+inline std::int64_t rope_pairs(const rope_params& p) noexcept { return p.mode == rope_mode_vision ? p.n_dims : p.n_dims / 2; }
+
+// op: rope, or rope_back (the inverse rotation: the same angles with sin negated).
+inline node* rope(op_kind op, node* a, node* pos, node* freq, const rope_params& p, bool inplace) {
+    const auto name = op_name(op);
+    check_float(name, a, "a");
+    check_type(name, pos, type_id::i32, "positions");
+    const int m = p.mode;
+    if (m != rope_mode_normal && m != rope_mode_neox && m != rope_mode_mrope && m != rope_mode_vision && m != rope_mode_imrope)
+        op_fail(name, errc::invalid_argument, "mode " + std::to_string(m) +
+                                                  " is not one of ggml's (0 normal, 2 neox, 8 mrope, 24 vision, 40 imrope)");
+    const bool multi = (m & rope_mode_mrope) != 0;
     if (pos->lay.nelements() != a->lay.ne[2] * (multi ? 4 : 1) || pos->lay.ne[1] != 1)
-        op_fail("rope", errc::shape_mismatch, "positions " + desc(pos) + " need " + (multi ? "4 x " : "") +
-                                                  "a.ne2 entries for a " + desc(a));
+        op_fail(name, errc::shape_mismatch, "positions " + desc(pos) + " need " + (multi ? "4 x " : "") +
+                                                "a.ne2 entries for a " + desc(a));
     if (p.n_dims <= 0 || p.n_dims > a->lay.ne[0] || p.n_dims % 2 != 0)
-        op_fail("rope", errc::invalid_argument, "n_dims " + std::to_string(p.n_dims) + " must be even and in 1..a.ne0 (" +
-                                                    std::to_string(a->lay.ne[0]) + ")");
-    if (freq) {
-        check_type("rope", freq, type_id::f32, "freq_factors");
-        if (freq->lay.ne[0] < p.n_dims / 2)
-            op_fail("rope", errc::shape_mismatch, "freq_factors " + desc(freq) + " need at least n_dims/2 entries");
+        op_fail(name, errc::invalid_argument, "n_dims " + std::to_string(p.n_dims) + " must be even and in 1..a.ne0 (" +
+                                                  std::to_string(a->lay.ne[0]) + ")");
+    if (multi) {
+        const auto& s = p.sections;
+        if (s[0] < 0 || s[1] < 0 || s[2] < 0 || s[3] < 0 || s[0] + s[1] + s[2] <= 0 || s[0] + s[1] + s[2] + s[3] > a->lay.ne[0])
+            op_fail(name, errc::invalid_argument, "sections {" + std::to_string(s[0]) + ", " + std::to_string(s[1]) + ", " +
+                                                      std::to_string(s[2]) + ", " + std::to_string(s[3]) +
+                                                      "} must be >= 0, not all of the first three 0, and sum to at most a.ne0");
     }
-    if (inplace) return make_inplace(a, op_kind::rope, p, {a, pos, freq});
-    return make(*a->ctx, a->lay.type, a->lay.ne, op_kind::rope, p, {a, pos, freq});
+    if (m == rope_mode_vision && 2 * p.n_dims != a->lay.ne[0])
+        op_fail(name, errc::invalid_argument, "vision mode needs n_dims = a.ne0 / 2 (n_dims " + std::to_string(p.n_dims) +
+                                                  ", a " + desc(a) + ")");
+    if (freq) {
+        check_type(name, freq, type_id::f32, "freq_factors");
+        if (freq->lay.ne[0] < rope_pairs(p))
+            op_fail(name, errc::shape_mismatch, "freq_factors " + desc(freq) + " need at least " + std::to_string(rope_pairs(p)) +
+                                                    " entries (one per rotated pair)");
+    }
+    if (inplace) return make_inplace(a, op, p, {a, pos, freq});
+    return make(*a->ctx, a->lay.type, a->lay.ne, op, p, {a, pos, freq});
 }
 
 inline node* flash_attn_ext(node* q, node* k, node* v, node* mask, const flash_attn_params& p) {
@@ -137,19 +157,33 @@ tensor<T, R> soft_max_add_sinks(tensor<T, R> sm, tensor<float, 1> sinks) {
 
 // ---- rope --------------------------------------------------------------------------------
 // a [D, n_head, T, ne3], positions i32 [T]; rotates the first n_dims of each row.
+// rope_params::mode: normal (pairs 2i, 2i+1), neox (pairs i, i + n_dims/2); the multi
+// modes take 4 x T positions (4 streams: t, h, w, e; position s of token i at i + s*T)
+// and sections (pairs per stream): mrope (neox pairs, pair i of a row uses the stream its
+// sector i % sum(sections) falls in), imrope (streams interleaved t, h, w by sector % 3),
+// vision (n_dims = D/2, pairs i, i + n_dims over the whole row; the angle index restarts
+// at each section).
 template <float_element T, int R>
     requires(R >= 3)
 tensor<T, R> rope(tensor<T, R> a, tensor<std::int32_t, 1> pos, int n_dims, int mode) {
     rope_params p;
     p.n_dims = n_dims;
     p.mode = mode;
-    return tensor<T, R>(detail::rope(a.get(), pos.get(), nullptr, p, false));
+    return tensor<T, R>(detail::rope(op_kind::rope, a.get(), pos.get(), nullptr, p, false));
 }
 template <float_element T, int R>
     requires(R >= 3)
 tensor<T, R> rope_ext(tensor<T, R> a, tensor<std::int32_t, 1> pos, std::optional<tensor<float, 1>> freq_factors,
                       const rope_params& p, bool inplace = false) {
-    return tensor<T, R>(detail::rope(a.get(), pos.get(), freq_factors ? freq_factors->get() : nullptr, p, inplace));
+    return tensor<T, R>(detail::rope(op_kind::rope, a.get(), pos.get(), freq_factors ? freq_factors->get() : nullptr, p, inplace));
+}
+// The inverse of rope_ext with the same parameters (ggml's rope_ext_back / rope_multi_back:
+// the gradient of rope).
+template <float_element T, int R>
+    requires(R >= 3)
+tensor<T, R> rope_ext_back(tensor<T, R> a, tensor<std::int32_t, 1> pos, std::optional<tensor<float, 1>> freq_factors,
+                           const rope_params& p, bool inplace = false) {
+    return tensor<T, R>(detail::rope(op_kind::rope_back, a.get(), pos.get(), freq_factors ? freq_factors->get() : nullptr, p, inplace));
 }
 template <typed_tensor A, typed_tensor P>
     requires(!float_tensor<A> || std::remove_cvref_t<A>::rank < 3 || !std::same_as<std::remove_cvref_t<P>, tensor<std::int32_t, 1>>)
@@ -159,7 +193,10 @@ void rope(A, P, int, int) {
                   "and the positions a tensor<int32_t, 1>");
 }
 inline any_tensor rope_ext(any_tensor a, any_tensor pos, any_tensor freq_factors, const rope_params& p) {
-    return any_tensor(detail::rope(a.get(), pos.get(), freq_factors.get(), p, false));
+    return any_tensor(detail::rope(op_kind::rope, a.get(), pos.get(), freq_factors.get(), p, false));
+}
+inline any_tensor rope_ext_back(any_tensor a, any_tensor pos, any_tensor freq_factors, const rope_params& p) {
+    return any_tensor(detail::rope(op_kind::rope_back, a.get(), pos.get(), freq_factors.get(), p, false));
 }
 
 // ---- flash_attn_ext ----------------------------------------------------------------------

@@ -1,5 +1,5 @@
 // Reductions: sum (all elements to one), sum_rows and mean (each row to one),
-// argmax (index of each row's largest element), count_equal.
+// argmax (index of each row's largest element), count_equal, cross_entropy_loss.
 #pragma once
 
 #include "tessera/graph/ops/common.hpp"
@@ -30,7 +30,24 @@ inline node* count_equal(node* a, node* b) {
     if (a->lay.ne != b->lay.ne) op_fail("count_equal", errc::shape_mismatch, "a " + desc(a) + " and b " + desc(b) + " differ in shape");
     return make(*a->ctx, type_id::i64, {1, 1, 1, 1}, op_kind::count_equal, {}, {a, b});
 }
+inline node* cross_entropy_loss(node* a, node* b) {
+    const char* name = "cross_entropy_loss";
+    check_type(name, a, type_id::f32, "logits");
+    check_type(name, b, type_id::f32, "labels");
+    if (a->lay.ne != b->lay.ne) op_fail(name, errc::shape_mismatch, "logits " + desc(a) + " and labels " + desc(b) + " differ in shape");
+    return make(*a->ctx, type_id::f32, {1, 1, 1, 1}, op_kind::cross_entropy_loss, {}, {a, b});
+}
 }  // namespace detail
+
+// f32 [1]: -(1/rows) * sum over rows of sum_i labels_i * log_softmax(logits)_i, rows
+// being a's rows (dim 0 is the class dim); labels are usually one-hot or probabilities.
+template <int R>
+tensor<float, 1> cross_entropy_loss(tensor<float, R> logits, tensor<float, R> labels) {
+    return tensor<float, 1>(detail::cross_entropy_loss(logits.get(), labels.get()));
+}
+inline any_tensor cross_entropy_loss(any_tensor logits, any_tensor labels) {
+    return any_tensor(detail::cross_entropy_loss(logits.get(), labels.get()));
+}
 
 // One element: the sum of all of a.
 template <float_element T, int R>
