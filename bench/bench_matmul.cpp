@@ -1,6 +1,6 @@
 // mul_mat through the CPU backend: 4096 x 4096 weights times N = 1, 64, 512 f32 columns,
 // at 1 and 2 threads, for f32, f16, bf16, q8_0, q4_0, q4_K, q6_K weights in a CPU
-// buffer and for q4_0 / q8_0 weights in the CPU_REPACK buffer (backend/repack.hpp,
+// buffer and for q4_0 / q8_0 / q4_K weights in the CPU_REPACK buffer (backend/repack.hpp,
 // names ending in "_repack").
 //
 //   N >= 64  GFLOP/s and fma_ratio = GFLOP/s / the f32 FMA peak measured in this process
@@ -127,5 +127,6 @@ BENCHMARK_CAPTURE(bm_mul_mat, q8_0_repack, type_id::q8_0, true)->Apply(args);
 BENCHMARK_CAPTURE(bm_mul_mat, q4_0, type_id::q4_0, false)->Apply(args);
 BENCHMARK_CAPTURE(bm_mul_mat, q4_0_repack, type_id::q4_0, true)->Apply(args);
 BENCHMARK_CAPTURE(bm_mul_mat, q4_K, type_id::q4_K, false)->Apply(args);
+BENCHMARK_CAPTURE(bm_mul_mat, q4_K_repack, type_id::q4_K, true)->Apply(args);
 BENCHMARK_CAPTURE(bm_mul_mat, q6_K, type_id::q6_K, false)->Apply(args);
 }  // namespace

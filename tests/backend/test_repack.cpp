@@ -1,8 +1,8 @@
 // The CPU_REPACK buffer type and device (backend/repack.hpp): which tensors get
 // repacked, reads giving back the original bytes (whole, partial, after memset and
-// clear), mul_mat on repacked weights against a double-precision definition on every
-// arch at 1 and 2 threads, the scheduler placing those mul_mats, and clear errors for
-// any other use of a repacked tensor.
+// clear), mul_mat on repacked weights (q4_0, q8_0, q4_K) against a double-precision
+// definition on every arch at 1 and 2 threads, the scheduler placing those mul_mats,
+// and clear errors for any other use of a repacked tensor.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -42,25 +42,45 @@ std::vector<std::byte> read_all(const node& t) {
     return out;
 }
 
-// out[n][m] = sum_k w[m][k] * x8[n][k], with w dequantized and x quantized to q8_0 and
-// back (what the kernels compute), in double; mag: the same sum of |terms|.
+// out[n][m] = sum_k w[m][k] * xq[n][k], with w dequantized and x quantized to the weights'
+// dot partner (q8_0, q8_K) and back (what the kernels compute), in double; mag: the sum
+// of |terms| the kernels add. For q4_K a weight is d*sc*q - dmin*m and the kernels add the
+// two parts separately, so mag takes |d*sc*q| + |dmin*m| (the rows dequantized once with
+// dmin = 0, once with d = 0).
 void definition(type_id t, std::int64_t k, std::int64_t m, std::int64_t n, const std::vector<std::byte>& w,
                 const std::vector<float>& x, std::vector<double>& out, std::vector<double>& mag) {
-    std::vector<float> wf(static_cast<std::size_t>(k * m)), xf(static_cast<std::size_t>(k * n));
+    std::vector<float> wf(static_cast<std::size_t>(k * m)), wa(wf.size()), xf(static_cast<std::size_t>(k * n));
     const auto rb = static_cast<std::size_t>(row_size(t, k));
     for (std::int64_t r = 0; r < m; ++r) quant::dequantize_row(t, w.data() + static_cast<std::size_t>(r) * rb, wf.data() + r * k, k);
-    std::vector<std::byte> xq(static_cast<std::size_t>(row_size(type_id::q8_0, k) * n));
-    quant::quantize(type_id::q8_0, x.data(), xq.data(), n, k);
+    if (t == type_id::q4_K) {
+        std::vector<std::byte> scale_part = w, min_part = w;
+        for (std::size_t b = 0; b < w.size() / sizeof(quant::block_q4_K); ++b) {
+            reinterpret_cast<quant::block_q4_K*>(scale_part.data())[b].dmin = f16::from_float(0.0f);
+            reinterpret_cast<quant::block_q4_K*>(min_part.data())[b].d = f16::from_float(0.0f);
+        }
+        std::vector<float> p1(wf.size()), p2(wf.size());
+        for (std::int64_t r = 0; r < m; ++r) {
+            quant::dequantize_row(t, scale_part.data() + static_cast<std::size_t>(r) * rb, p1.data() + r * k, k);
+            quant::dequantize_row(t, min_part.data() + static_cast<std::size_t>(r) * rb, p2.data() + r * k, k);
+        }
+        for (std::size_t i = 0; i < wa.size(); ++i) wa[i] = std::fabs(p1[i]) + std::fabs(p2[i]);
+    } else {
+        for (std::size_t i = 0; i < wa.size(); ++i) wa[i] = std::fabs(wf[i]);
+    }
+    const type_id tp = quant::dot_partner_type(t);
+    std::vector<std::byte> xq(static_cast<std::size_t>(row_size(tp, k) * n));
+    quant::quantize(tp, x.data(), xq.data(), n, k);
     for (std::int64_t c = 0; c < n; ++c)
-        quant::dequantize_row(type_id::q8_0, xq.data() + static_cast<std::size_t>(c * row_size(type_id::q8_0, k)), xf.data() + c * k, k);
+        quant::dequantize_row(tp, xq.data() + static_cast<std::size_t>(c * row_size(tp, k)), xf.data() + c * k, k);
     out.assign(static_cast<std::size_t>(m * n), 0.0);
     mag.assign(out.size(), 0.0);
     for (std::int64_t c = 0; c < n; ++c)
         for (std::int64_t r = 0; r < m; ++r)
             for (std::int64_t i = 0; i < k; ++i) {
-                const double p = static_cast<double>(wf[static_cast<std::size_t>(r * k + i)]) * xf[static_cast<std::size_t>(c * k + i)];
-                out[static_cast<std::size_t>(c * m + r)] += p;
-                mag[static_cast<std::size_t>(c * m + r)] += std::fabs(p);
+                const auto wi = static_cast<std::size_t>(r * k + i);
+                const double xv = xf[static_cast<std::size_t>(c * k + i)];
+                out[static_cast<std::size_t>(c * m + r)] += static_cast<double>(wf[wi]) * xv;
+                mag[static_cast<std::size_t>(c * m + r)] += static_cast<double>(wa[wi]) * std::fabs(xv);
             }
 }
 
@@ -72,14 +92,20 @@ TEST_CASE("CPU_REPACK: which tensors are repacked, and their sizes") {
     node* a = ctx.new_tensor(type_id::q4_0, {768, 8, 1, 1}, "a");    // 24 blocks: a partial group
     node* b = ctx.new_tensor(type_id::q8_0, {512, 12, 1, 1}, "b");   // 16 blocks: the plain size
     node* c = ctx.new_tensor(type_id::q4_0, {64, 6, 1, 1}, "c");     // 6 rows: not a multiple of 4
-    node* d = ctx.new_tensor(type_id::q4_K, {256, 4, 1, 1}, "d");    // no repacked layout
+    node* d = ctx.new_tensor(type_id::q6_K, {256, 4, 1, 1}, "d");    // no repacked layout
     node* e = ctx.new_tensor(type_id::f32, {16, 4, 1, 1}, "e");
     node* f = ctx.new_tensor(type_id::q8_0, {64, 4, 3, 1}, "f");     // a stack of 3 matrices
+    node* g = ctx.new_tensor(type_id::q4_K, {768, 8, 1, 1}, "g");    // 3 super-blocks: 2 records a row
+    node* h = ctx.new_tensor(type_id::q4_K, {512, 6, 1, 1}, "h");    // 6 rows
+    node* i = ctx.new_tensor(type_id::q4_K, {1024, 4, 2, 1}, "i");   // 2 matrices, whole records
     CHECK(bt.alloc_size(*a) == 8 * 2 * 288);
     CHECK(bt.alloc_size(*b) == b->lay.nbytes());
     CHECK(bt.alloc_size(*c) == c->lay.nbytes());
     CHECK(bt.alloc_size(*d) == d->lay.nbytes());
-    std::vector<node*> all{a, b, c, d, e, f};
+    CHECK(bt.alloc_size(*g) == 8 * 2 * 296);
+    CHECK(bt.alloc_size(*h) == h->lay.nbytes());
+    CHECK(bt.alloc_size(*i) == i->lay.nbytes() / 288 * 296);
+    std::vector<node*> all{a, b, c, d, e, f, g, h, i};
     any_buffer buf = alloc_tensors(all, bt, buffer_usage::weights);
     REQUIRE(buf);
     CHECK(buf.name() == std::string_view("CPU_REPACK"));
@@ -90,6 +116,9 @@ TEST_CASE("CPU_REPACK: which tensors are repacked, and their sizes") {
     CHECK(c->pack == graph::packing::plain);
     CHECK(d->pack == graph::packing::plain);
     CHECK(e->pack == graph::packing::plain);
+    CHECK(g->pack == graph::packing::rows4_x16);
+    CHECK(h->pack == graph::packing::plain);
+    CHECK(i->pack == graph::packing::rows4_x16);
     // a view is never repacked by itself
     CHECK_FALSE(repackable(*graph::view(any_tensor(a), {768, 4, 1, 1}, {a->lay.nb[1], a->lay.nb[1] * 4, a->lay.nb[1] * 4}, 0).get()));
 }
@@ -101,7 +130,8 @@ TEST_CASE("CPU_REPACK: reads give the original bytes back (whole, partial, memse
         std::int64_t k, m;
     };
     for (const tcase tc : {tcase{type_id::q4_0, 768, 8}, tcase{type_id::q8_0, 512, 4}, tcase{type_id::q4_0, 32, 12},
-                           tcase{type_id::q8_0, 96, 6}, tcase{type_id::f32, 8, 3}}) {
+                           tcase{type_id::q8_0, 96, 6}, tcase{type_id::f32, 8, 3}, tcase{type_id::q4_K, 768, 8},
+                           tcase{type_id::q4_K, 512, 4}, tcase{type_id::q4_K, 256, 6}}) {
         CAPTURE(type_name(tc.t));
         CAPTURE(tc.k);
         CAPTURE(tc.m);
@@ -140,6 +170,14 @@ TEST_CASE("CPU_REPACK: reads give the original bytes back (whole, partial, memse
             CHECK(pad[0] == std::byte{0});
             CHECK(pad[256 - 32 + 2 * 8] == std::byte{0});  // its scale
         }
+        if (tc.t == type_id::q4_K && tc.k == 768) {
+            // the second half of the second record of the first row is padding (3 super-blocks): still zero
+            const std::byte* rec = w->bytes() + (1 * 4 + 0) * 296;
+            for (int s = 0; s < 4; ++s) CHECK(rec[s * 64 + 40] == std::byte{0});  // nibbles of lane 10
+            CHECK(rec[256 + 10] == std::byte{0});                                  // its scale, min
+            CHECK(rec[272 + 10] == std::byte{0});
+            CHECK(rec[290] == std::byte{0});  // d of the missing super-block
+        }
         // copies into and out of the repack buffer go through set/get
         graph::context host;
         node* h = host.new_tensor(tc.t, {tc.k, tc.m, 1, 1}, "h");
@@ -156,7 +194,8 @@ TEST_CASE("CPU_REPACK: mul_mat on repacked weights equals the definition, every 
     };
     const simd::arch_id saved = simd::active_arch();
     for (const tcase tc : {tcase{type_id::q4_0, 768, 68}, tcase{type_id::q8_0, 512, 8}, tcase{type_id::q4_0, 64, 4},
-                           tcase{type_id::q8_0, 1056, 132}}) {
+                           tcase{type_id::q8_0, 1056, 132}, tcase{type_id::q4_K, 768, 68}, tcase{type_id::q4_K, 256, 4},
+                           tcase{type_id::q4_K, 1024, 12}}) {
         for (std::int64_t n : {1, 2, 5, 16}) {
             graph::context ctx({true});
             any_tensor w = graph::new_tensor(ctx, tc.t, {tc.k, tc.m, 1, 1}, "w");

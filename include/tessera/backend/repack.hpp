@@ -4,9 +4,11 @@
 //
 //   repack_buffer_type()  "CPU_REPACK": alignment 64, not host memory (its bytes are not
 //                         in ggml's layout); alloc_size of a repacked tensor is
-//                         kernels::repacked_bytes (the plain size when ne0 % 512 == 0)
-//   repack_buffer         a q4_0 or q8_0 tensor placed in it (contiguous, ne0 % 32 == 0,
-//                         ne1 % 4 == 0) is marked node::pack = rows4_x16 and stored in the
+//                         kernels::repacked_bytes (q4_0/q8_0: the plain size when
+//                         ne0 % 512 == 0; q4_K: 296 bytes per 288 when ne0 % 512 == 0)
+//   repack_buffer         a q4_0 or q8_0 tensor (ne0 % 32 == 0) or a q4_K tensor
+//                         (ne0 % 256 == 0) placed in it, contiguous and with ne1 % 4 == 0,
+//                         is marked node::pack = rows4_x16 and stored in the
 //                         layout of kernels/quant/repack.hpp; set_tensor repacks,
 //                         get_tensor unpacks (reads give the original bytes back, also
 //                         for partial ranges), memset and clear act on the plain bytes.
@@ -134,7 +136,7 @@ class repack_device_model {
 public:
     std::string_view name() const noexcept { return "CPU_REPACK"; }
     std::string_view description() const noexcept {
-        return "CPU, q4_0/q8_0 weights repacked for the packed GEMM (kernels/quant/repack.hpp)";
+        return "CPU, q4_0/q8_0/q4_K weights repacked for the packed GEMM (kernels/quant/repack.hpp)";
     }
     memory_info memory() const { return detail::system_memory(); }
     device_type type() const noexcept { return device_type::accel; }

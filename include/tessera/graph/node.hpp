@@ -29,7 +29,7 @@ enum tensor_flag : std::uint32_t {
 };
 
 // How a tensor's bytes are ordered. plain: ggml's layout (every tensor, unless a buffer
-// says otherwise). rows4_x16: q4_0/q8_0 rows interleaved four at a time in the layout
+// says otherwise). rows4_x16: q4_0/q8_0/q4_K rows interleaved four at a time in the layout
 // the packed GEMM reads (kernels/quant/repack.hpp); the CPU_REPACK buffer type stores
 // weights so (backend/repack.hpp), and only mul_mat reads such a tensor.
 enum class packing : std::uint8_t { plain, rows4_x16 };

@@ -217,11 +217,13 @@ inline bool mul_mat_b_direct(const node& b) {
     return b.lay.type == type_id::f32 && b.lay.nb[0] == 4;
 }
 
-// q4_0 and q8_0 weights against at least qgemm_min_cols columns run the packed GEMM of
-// kernels/quant/gemm.hpp (the activations packed once, the weights 16 rows at a time).
+// q4_0, q8_0 and q4_K weights against at least qgemm_min_cols columns run the packed GEMM
+// of kernels/quant/gemm.hpp (the activations packed once, the weights 16 rows at a time;
+// the q4_K panel is smaller than qgemm_work_bytes, its packed activations the same size).
 inline constexpr std::int64_t qgemm_min_cols = 4;
 inline bool use_qgemm(const node& a, const node& b) {
-    return (a.lay.type == type_id::q4_0 || a.lay.type == type_id::q8_0) && b.lay.ne[1] >= qgemm_min_cols;
+    const type_id t = a.lay.type;
+    return (t == type_id::q4_0 || t == type_id::q8_0 || t == type_id::q4_K) && b.lay.ne[1] >= qgemm_min_cols;
 }
 
 inline scratch_need scratch_for(const node& n) {
@@ -814,7 +816,8 @@ void mul_mat_quant_typed(const node& d, const exec_params& p) {
     const auto qrow = static_cast<std::size_t>(row_size(quant::block_traits<P>::id, K));
     std::byte* bq = p.shared;
     float* buf = reinterpret_cast<float*>(p.scratch);
-    constexpr bool packable = std::is_same_v<B, quant::block_q4_0> || std::is_same_v<B, quant::block_q8_0>;
+    constexpr bool packable =
+        std::is_same_v<B, quant::block_q4_0> || std::is_same_v<B, quant::block_q8_0> || std::is_same_v<B, quant::block_q4_K>;
     const bool repacked = packable && a.pack == packing::rows4_x16;
     const bool packed = packable && (repacked || use_qgemm(a, b));
     const std::size_t prow = kernels::qgemm_act_row_bytes(K);
@@ -836,14 +839,15 @@ void mul_mat_quant_typed(const node& d, const exec_params& p) {
     const auto [c0, c1] = p.split(chunks * B2 * B3);
     if constexpr (packable) {
         if (packed) {  // repacked weights (rows4_x16) are read in place, plain ones packed per 16-row panel
-            constexpr bool q4 = std::is_same_v<B, quant::block_q4_0>;
             const auto gemm = [&] {
-                if constexpr (q4) return simd::kernel_for<kernels::gemm_q4_0>(k.arch);
-                else return simd::kernel_for<kernels::gemm_q8_0>(k.arch);
+                if constexpr (std::is_same_v<B, quant::block_q4_0>) return simd::kernel_for<kernels::gemm_q4_0>(k.arch);
+                else if constexpr (std::is_same_v<B, quant::block_q8_0>) return simd::kernel_for<kernels::gemm_q8_0>(k.arch);
+                else return simd::kernel_for<kernels::gemm_q4_K>(k.arch);
             }();
             const auto gemm_r4 = [&] {
-                if constexpr (q4) return simd::kernel_for<kernels::gemm_q4_0_rows4>(k.arch);
-                else return simd::kernel_for<kernels::gemm_q8_0_rows4>(k.arch);
+                if constexpr (std::is_same_v<B, quant::block_q4_0>) return simd::kernel_for<kernels::gemm_q4_0_rows4>(k.arch);
+                else if constexpr (std::is_same_v<B, quant::block_q8_0>) return simd::kernel_for<kernels::gemm_q8_0_rows4>(k.arch);
+                else return simd::kernel_for<kernels::gemm_q4_K_rows4>(k.arch);
             }();
             std::byte* work = p.scratch + detail::align_up(static_cast<std::size_t>(K + 16) * 4);
             const std::size_t slice = kernels::repacked_bytes(a.lay.type, K, M), quad = kernels::repack_quad_bytes(a.lay.type, K);

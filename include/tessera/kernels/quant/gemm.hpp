@@ -1,5 +1,7 @@
-// Tiled GEMM of q4_0 / q8_0 weights with q8_0 activations (mul_mat with many columns):
-// out[n*ldo + m] = sum over blocks b of (dx[m,b] * dy[n,b]) * sum_t wq[m,b,t] * yq[n,b,t].
+// Tiled GEMM of q4_0 / q8_0 weights with q8_0 activations, and of q4_K weights with q8_K
+// activations (mul_mat with many columns):
+// out[n*ldo + m] = sum over blocks b of (dx[m,b] * dy[n,b]) * sum_t wq[m,b,t] * yq[n,b,t]
+// (q4_K: see the q4_K section below; its lanes are 32-element sub-blocks).
 //
 // Both sides are repacked so that one 512-bit vector holds four bytes of each of 16
 // consecutive blocks ("x16" layout): after the 8 vpdpbusd of a group of 16 blocks,
@@ -19,13 +21,15 @@
 // per vector), avx512bw and avx512vnni (512-bit; dpbusd512 picks vpdpbusd on VNNI).
 // Integer parts are exact everywhere; the f32 sum order differs.
 //
-// Kernels (k a multiple of 32, validated by the caller):
+// Kernels (k a multiple of 32, for q4_K of 256, validated by the caller):
 //   gemm_q4_0<A>(k, m, n, const block_q4_0* x, size_t x_stride_bytes,
 //                const std::byte* y_packed, size_t y_stride_bytes, float* out, size_t ldo,
 //                std::byte* work)   // work: qgemm_work_bytes(k), 64-byte aligned
-//   gemm_q8_0<A>(same with block_q8_0 weights)
+//   gemm_q8_0<A>(same with block_q8_0 weights), gemm_q4_K<A>(block_q4_K weights, q8_K activations)
+//   gemm_q4_0_rows4 / gemm_q8_0_rows4 / gemm_q4_K_rows4: the same on repacked weights
 // Layout helpers (plain functions, used outside the arch units):
-//   qgemm_act_row_bytes(k), qgemm_work_bytes(k), qgemm_pack_act(k, const block_q8_0*, std::byte*)
+//   qgemm_act_row_bytes(k), qgemm_work_bytes(k),
+//   qgemm_pack_act(k, const block_q8_0*, std::byte*), qgemm_pack_act(k, const block_q8_K*, std::byte*)
 #pragma once
 
 #include <cstddef>
@@ -72,6 +76,34 @@ inline void qgemm_pack_act(std::int64_t k, const quant::block_q8_0* y, std::byte
         const float d = y[b].d.to_float();
         std::memcpy(g + 512 + 4 * l, &d, 4);
         std::memcpy(g + 576 + 4 * l, &s, 4);
+    }
+}
+
+// q4_K x q8_K: a lane is a 32-element sub-block, a group of 16 lanes two super-blocks
+// (lane l = 8h + j: sub-block j of super-block 2g + h). Byte t*64 + l*4 + i holds element
+// qgemm_k4_elem(l, t, i) of lane l: chunks t = 2s, 2s+1 take elements 8s..8s+7 of the
+// sub-block, in an order that depends on the parity of the lane (the order in which the
+// repacked q4_K nibbles come out, see w_k4). Then f32 dy per lane (bytes 512 + 4l) and
+// f32 dy * (sum of the lane's 32 quants, from bsums) (bytes 576 + 4l).
+inline constexpr int qgemm_k4_elem(int l, int t, int i) noexcept { return 8 * (t / 2) + 4 * ((t % 2) ^ (l % 2)) + i; }
+inline constexpr std::size_t qgemm_k4_w_group_bytes = 256 + 64 + 64;  // panel record: nibbles, d*sc, dmin*m (f32)
+static_assert(qgemm_k4_w_group_bytes <= qgemm_w_group_bytes, "the q4_K panel fits the work buffer of qgemm_work_bytes");
+
+// One row of q8_K activations (k / 256 super-blocks) into that layout; padding lanes are zero.
+inline void qgemm_pack_act(std::int64_t k, const quant::block_q8_K* y, std::byte* out) {
+    const std::int64_t nsb = k / 256, ng = qgemm_groups(k);
+    std::memset(out, 0, static_cast<std::size_t>(ng) * qgemm_act_group_bytes);
+    for (std::int64_t b = 0; b < nsb; ++b) {
+        std::byte* g = out + static_cast<std::size_t>(b / 2) * qgemm_act_group_bytes;
+        for (int j = 0; j < 8; ++j) {
+            const int l = 8 * static_cast<int>(b % 2) + j;
+            for (int t = 0; t < 8; ++t)
+                for (int i = 0; i < 4; ++i)
+                    std::memcpy(g + t * 64 + l * 4 + i, &y[b].qs[32 * j + qgemm_k4_elem(l, t, i)], 1);
+            const float d = y[b].d, bs = d * static_cast<float>(y[b].bsums[2 * j] + y[b].bsums[2 * j + 1]);
+            std::memcpy(g + 512 + 4 * l, &d, 4);
+            std::memcpy(g + 576 + 4 * l, &bs, 4);
+        }
     }
 }
 
@@ -122,6 +154,7 @@ void qgemm(std::int64_t k, std::int64_t m, std::int64_t n, const B* x, std::size
 // Vector traits: 512-bit (16 blocks per vector) and 256-bit (8 blocks, two halves per group).
 template <class A>
 struct qv512 {
+    using arch = A;
     using vi = __m512i;
     using vf = __m512;
     static constexpr int halves = 1;
@@ -144,9 +177,19 @@ struct qv512 {
     static TESSERA_ALWAYS_INLINE vf load_h(const void* p) {  // 16 f16
         return _mm512_cvtph_ps(_mm256_loadu_si256(static_cast<const __m256i*>(p)));
     }
+    static TESSERA_ALWAYS_INLINE vf fnmadd(vf a, vf b, vf acc) { return _mm512_fnmadd_ps(a, b, acc); }  // acc - a*b
+    static TESSERA_ALWAYS_INLINE vi blend_odd(vi a, vi b) { return _mm512_mask_blend_epi32(0xAAAA, a, b); }  // odd slots of b
+    static TESSERA_ALWAYS_INLINE vi swap_pairs(vi v) { return _mm512_shuffle_epi32(v, static_cast<_MM_PERM_ENUM>(0xB1)); }
+    static TESSERA_ALWAYS_INLINE vf load_u8(const void* p) {  // 16 u8 as f32
+        return _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128(static_cast<const __m128i*>(p))));
+    }
+    static TESSERA_ALWAYS_INLINE vf pair(float a, float b, int) {  // lanes 0..7 a, 8..15 b
+        return _mm512_insertf32x8(_mm512_set1_ps(a), _mm256_set1_ps(b), 1);
+    }
 };
 template <class A>
 struct qv256 {
+    using arch = A;
     using vi = __m256i;
     using vf = __m256;
     static constexpr int halves = 2;
@@ -167,6 +210,13 @@ struct qv256 {
     static TESSERA_ALWAYS_INLINE vf load_h(const void* p) {  // 8 f16
         return _mm256_cvtph_ps(_mm_loadu_si128(static_cast<const __m128i*>(p)));
     }
+    static TESSERA_ALWAYS_INLINE vf fnmadd(vf a, vf b, vf acc) { return _mm256_fnmadd_ps(a, b, acc); }
+    static TESSERA_ALWAYS_INLINE vi blend_odd(vi a, vi b) { return _mm256_blend_epi32(a, b, 0xAA); }
+    static TESSERA_ALWAYS_INLINE vi swap_pairs(vi v) { return _mm256_shuffle_epi32(v, 0xB1); }
+    static TESSERA_ALWAYS_INLINE vf load_u8(const void* p) {  // 8 u8 as f32
+        return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(static_cast<const __m128i*>(p))));
+    }
+    static TESSERA_ALWAYS_INLINE vf pair(float a, float b, int h) { return _mm256_set1_ps(h ? b : a); }  // half h's
 };
 
 // Where a tile finds the weights of row i (< qgemm_rm), group g, and how it loads them.
@@ -405,11 +455,275 @@ void qgemm_r4(std::int64_t k, std::int64_t m, std::int64_t n, const std::byte* x
     qgemm_rows4<A, qv512<A>, B>(k, m, n, x, y, ys, out, ldo);
 }
 
+// ---- q4_K x q8_K ------------------------------------------------------------------------
+// Per lane (sub-block j of a super-block with scales d, dmin, 6-bit sc_j, m_j) and column
+// (activation scale dy, quants yq, bsum_j = sum of the lane's 32 yq):
+//   term = float(s_j) * ((d * sc_j) * dy)  -  (dmin * m_j) * (dy * bsum_j),
+//   s_j = sum_e q_e * yq_e  (nibbles q in 0..15: exact in i32, one vpdpbusd chain),
+// d * sc_j and dmin * m_j being exact in f32 (11 x 6 significant bits). The output is the
+// f32 sum of the terms of every lane; the scalar kernels add them lane by lane in row
+// order, the wide ones lane-parallel (per-lane FMAs, a horizontal sum at the end).
+//
+// Weight access, as w_panel / w_rows4 for q4_0: rec(i, g) is row i's record of group g;
+// q<V>(rec, s, h) the nibble chunk s (bytes s*64.., half h); scales<V>(rec, h, sf, mf) the
+// f32 lanes d * sc and dmin * m. Both layouts share the nibble order of repack.hpp.
+struct w_k4_panel {  // qgemm_pack_w_k4's panel: nibbles, then d*sc and dmin*m as f32 lanes
+    const std::byte* w;
+    std::size_t w_row;
+    TESSERA_ALWAYS_INLINE const std::byte* rec(int i, std::int64_t g) const {
+        return w + static_cast<std::size_t>(i) * w_row + static_cast<std::size_t>(g) * qgemm_k4_w_group_bytes;
+    }
+    template <class V>
+    static TESSERA_ALWAYS_INLINE void scales(const std::byte* r, int h, typename V::vf& sf, typename V::vf& mf) {
+        sf = V::loadf(r + 256 + static_cast<std::size_t>(h * (64 / V::halves)));
+        mf = V::loadf(r + 320 + static_cast<std::size_t>(h * (64 / V::halves)));
+    }
+};
+struct w_k4_rows4 {  // one quad of a repacked q4_K matrix (296-byte records)
+    static constexpr std::size_t rec_bytes = 296;
+    const std::byte* quad;
+    TESSERA_ALWAYS_INLINE const std::byte* rec(int i, std::int64_t g) const {
+        return quad + (static_cast<std::size_t>(g) * 4 + static_cast<std::size_t>(i)) * rec_bytes;
+    }
+    template <class V>
+    static TESSERA_ALWAYS_INLINE void scales(const std::byte* r, int h, typename V::vf& sf, typename V::vf& mf) {
+        using A = typename V::arch;
+        std::uint16_t d[4];
+        std::memcpy(d, r + 288, 8);
+        const auto lane0 = static_cast<std::size_t>(h * (16 / V::halves));
+        sf = V::mul(V::load_u8(r + 256 + lane0), V::pair(h2f_bits<A>(d[0]), h2f_bits<A>(d[1]), h));
+        mf = V::mul(V::load_u8(r + 272 + lane0), V::pair(h2f_bits<A>(d[2]), h2f_bits<A>(d[3]), h));
+    }
+};
+// The nibble chunk s of a record (either layout) as the two x16 vectors of chunks t = 2s
+// (xa) and 2s + 1 (xb): slot 2p holds the pair's bytes e = 8s..8s+3, slot 2p + 1 bytes
+// 8s+4..8s+7; lane 2p's elements are their low nibbles, lane 2p + 1's the high ones.
+//   xa = slot 2p: low nibbles of slot 2p, slot 2p+1: high nibbles of slot 2p+1
+//   xb = the other two, swapped into their lanes' slots
+template <class V>
+TESSERA_ALWAYS_INLINE void k4_split(const std::byte* r, int s, int h, typename V::vi& xa, typename V::vi& xb) {
+    const typename V::vi v = V::load(r + static_cast<std::size_t>(s * 64 + h * (64 / V::halves)));
+    const typename V::vi lo = V::lo4(v), hi = V::hi4(v);
+    xa = V::blend_odd(lo, hi);
+    xb = V::swap_pairs(V::blend_odd(hi, lo));
+}
+
+// Rows [0, rows) of q4_K x (rows <= qgemm_panel) into the panel layout; rows past `rows`
+// and lanes past k / 32 are zero.
+template <class A>
+void qgemm_pack_w_k4(std::int64_t k, std::int64_t rows, const qg::block_q4_K* x, std::size_t xs, std::byte* w) {
+    const std::int64_t nsb = k / 256, ng = qgemm_groups(k);
+    const std::size_t row_bytes = static_cast<std::size_t>(ng) * qgemm_k4_w_group_bytes;
+    std::memset(w, 0, static_cast<std::size_t>(qgemm_panel) * row_bytes);
+    const auto* xb = reinterpret_cast<const unsigned char*>(x);
+    for (std::int64_t r = 0; r < rows; ++r) {
+        const auto* xr = reinterpret_cast<const qg::block_q4_K*>(xb + static_cast<std::size_t>(r) * xs);
+        std::byte* wr = w + static_cast<std::size_t>(r) * row_bytes;
+        for (std::int64_t b = 0; b < nsb; ++b) {
+            std::byte* g = wr + static_cast<std::size_t>(b / 2) * qgemm_k4_w_group_bytes;
+            const int h = static_cast<int>(b % 2);
+            for (int c = 0; c < 4; ++c)
+                for (int s = 0; s < 4; ++s) std::memcpy(g + s * 64 + 8 * (4 * h + c), xr[b].qs + 32 * c + 8 * s, 8);
+            const float d = h2f<A>(xr[b].d), dmin = h2f<A>(xr[b].dmin);
+            for (int j = 0; j < 8; ++j) {
+                std::uint8_t sc, mn;
+                scale_min_k4<A>(j, xr[b].scales, sc, mn);
+                const float sf = d * static_cast<float>(sc), mf = dmin * static_cast<float>(mn);
+                std::memcpy(g + 256 + 4 * (8 * h + j), &sf, 4);
+                std::memcpy(g + 320 + 4 * (8 * h + j), &mf, 4);
+            }
+        }
+    }
+}
+
+template <class A, class V, int RN, class W>
+TESSERA_ALWAYS_INLINE void qgemm_tile_k4(std::int64_t ng, W w, const std::byte* y, std::size_t ys, float* out, std::size_t ldo,
+                                         std::int64_t rows) {
+    constexpr int RM = qgemm_rm;
+    using vi = typename V::vi;
+    using vf = typename V::vf;
+    constexpr int step = 64 / V::halves;
+    vf f[RM][RN];
+    for (int i = 0; i < RM; ++i)
+        for (int j = 0; j < RN; ++j) f[i][j] = V::zerof();
+    for (std::int64_t g = 0; g < ng; ++g) {
+        const std::byte* wr[RM];
+        for (int i = 0; i < RM; ++i) wr[i] = w.rec(i, g);
+        const std::byte* yg = y + static_cast<std::size_t>(g) * qgemm_act_group_bytes;
+        for (int h = 0; h < V::halves; ++h) {
+            vi acc[RM][RN];
+            for (int i = 0; i < RM; ++i)
+                for (int j = 0; j < RN; ++j) acc[i][j] = V::zero();
+#pragma GCC unroll 4
+            for (int s = 0; s < 4; ++s) {
+                vi xa[RM], xb[RM];
+                for (int i = 0; i < RM; ++i) k4_split<V>(wr[i], s, h, xa[i], xb[i]);
+                for (int j = 0; j < RN; ++j) {
+                    const std::byte* yj = yg + static_cast<std::size_t>(j) * ys + static_cast<std::size_t>(h * step);
+                    const vi ya = V::load(yj + static_cast<std::size_t>(2 * s * 64));
+                    const vi yb = V::load(yj + static_cast<std::size_t>((2 * s + 1) * 64));
+                    for (int i = 0; i < RM; ++i) acc[i][j] = V::dpbusd(V::dpbusd(acc[i][j], xa[i], ya), xb[i], yb);
+                }
+            }
+            vf sf[RM], mf[RM];
+            for (int i = 0; i < RM; ++i) W::template scales<V>(wr[i], h, sf[i], mf[i]);
+            for (int j = 0; j < RN; ++j) {
+                const std::byte* yj = yg + static_cast<std::size_t>(j) * ys + static_cast<std::size_t>(h * step);
+                const vf yd = V::loadf(yj + 512), yb = V::loadf(yj + 576);
+                for (int i = 0; i < RM; ++i) f[i][j] = V::fnmadd(mf[i], yb, V::fma(acc[i][j], V::mul(sf[i], yd), f[i][j]));
+            }
+        }
+    }
+    for (int j = 0; j < RN; ++j)
+        for (int i = 0; i < RM; ++i)
+            if (i < rows) out[static_cast<std::size_t>(j) * ldo + static_cast<std::size_t>(i)] = V::hsum(f[i][j]);
+}
+template <class A, class V, class W>
+TESSERA_ALWAYS_INLINE void qgemm_tile_k4_n(std::int64_t cols, std::int64_t ng, W w, const std::byte* y, std::size_t ys,
+                                           float* out, std::size_t ldo, std::int64_t rows) {
+    switch (cols) {
+        case 1: qgemm_tile_k4<A, V, 1>(ng, w, y, ys, out, ldo, rows); break;
+        case 2: qgemm_tile_k4<A, V, 2>(ng, w, y, ys, out, ldo, rows); break;
+        case 3: qgemm_tile_k4<A, V, 3>(ng, w, y, ys, out, ldo, rows); break;
+        default: qgemm_tile_k4<A, V, 4>(ng, w, y, ys, out, ldo, rows); break;
+    }
+}
+
+template <class A, class V>
+void qgemm_k4_wide(std::int64_t k, std::int64_t m, std::int64_t n, const qg::block_q4_K* x, std::size_t xs,
+                   const std::byte* y, std::size_t ys, float* out, std::size_t ldo, std::byte* work) {
+    const std::int64_t ng = qgemm_groups(k);
+    const std::size_t w_row = static_cast<std::size_t>(ng) * qgemm_k4_w_group_bytes;
+    const auto* xb = reinterpret_cast<const unsigned char*>(x);
+    for (std::int64_t p0 = 0; p0 < m; p0 += qgemm_panel) {
+        const std::int64_t pr = m - p0 < qgemm_panel ? m - p0 : qgemm_panel;
+        qgemm_pack_w_k4<A>(k, pr, reinterpret_cast<const qg::block_q4_K*>(xb + static_cast<std::size_t>(p0) * xs), xs, work);
+        for (std::int64_t c = 0; c < n; c += qgemm_rn) {
+            const std::byte* yc = y + static_cast<std::size_t>(c) * ys;
+            for (std::int64_t r = 0; r < pr; r += qgemm_rm) {
+                const w_k4_panel wr{work + static_cast<std::size_t>(r) * w_row, w_row};
+                float* o = out + static_cast<std::size_t>(c) * ldo + static_cast<std::size_t>(p0 + r);
+                qgemm_tile_k4_n<A, V>(n - c, ng, wr, yc, ys, o, ldo, pr - r);
+            }
+        }
+    }
+}
+template <class A, class V>
+void qgemm_k4_rows4(std::int64_t k, std::int64_t m, std::int64_t n, const std::byte* x, const std::byte* y, std::size_t ys,
+                    float* out, std::size_t ldo) {
+    const std::int64_t ng = qgemm_groups(k);
+    const std::size_t quad = static_cast<std::size_t>(4 * ng) * w_k4_rows4::rec_bytes;
+    for (std::int64_t p0 = 0; p0 < m; p0 += qgemm_panel) {
+        const std::int64_t pr = m - p0 < qgemm_panel ? m - p0 : qgemm_panel;
+        for (std::int64_t c = 0; c < n; c += qgemm_rn) {
+            const std::byte* yc = y + static_cast<std::size_t>(c) * ys;
+            for (std::int64_t r = 0; r < pr; r += qgemm_rm) {
+                const w_k4_rows4 wr{x + static_cast<std::size_t>((p0 + r) / 4) * quad};
+                float* o = out + static_cast<std::size_t>(c) * ldo + static_cast<std::size_t>(p0 + r);
+                qgemm_tile_k4_n<A, V>(n - c, ng, wr, yc, ys, o, ldo, 4);
+            }
+        }
+    }
+}
+
+// The scalar definitions: plain blocks, and the repacked records read byte by byte. Both
+// add the same f32 terms in the same order, so they give the same bits.
+template <class A>
+TESSERA_ALWAYS_INLINE float k4_term(int isum, float sf, float mf, const unsigned char* g, std::size_t l) {
+    float dy, bs;
+    std::memcpy(&dy, g + 512 + 4 * l, 4);
+    std::memcpy(&bs, g + 576 + 4 * l, 4);
+    return static_cast<float>(isum) * (sf * dy) - mf * bs;
+}
+template <class A>
+TESSERA_ALWAYS_INLINE int k4_act(const unsigned char* g, int l, int e) {  // element e of lane l
+    const int t = 2 * (e / 8) + (((e / 4) % 2) ^ (l % 2));
+    return static_cast<std::int8_t>(g[t * 64 + l * 4 + e % 4]);
+}
+template <class A>
+void qgemm_k4(std::int64_t k, std::int64_t m, std::int64_t n, const qg::block_q4_K* x, std::size_t xs, const std::byte* y,
+              std::size_t ys, float* out, std::size_t ldo, std::byte*, simd::requires_arch<simd::scalar>) {
+    const std::int64_t nsb = k / 256;
+    const auto* xb = reinterpret_cast<const unsigned char*>(x);
+    for (std::int64_t c = 0; c < n; ++c) {
+        const auto* yr = reinterpret_cast<const unsigned char*>(y) + static_cast<std::size_t>(c) * ys;
+        for (std::int64_t r = 0; r < m; ++r) {
+            const auto* xr = reinterpret_cast<const qg::block_q4_K*>(xb + static_cast<std::size_t>(r) * xs);
+            float sum = 0.0f;
+            for (std::int64_t b = 0; b < nsb; ++b) {
+                const unsigned char* g = yr + static_cast<std::size_t>(b / 2) * qgemm_act_group_bytes;
+                for (int j = 0; j < 8; ++j) {
+                    const int l = 8 * static_cast<int>(b % 2) + j;
+                    int isum = 0;
+                    for (int e = 0; e < 32; ++e) isum += ((xr[b].qs[32 * (j / 2) + e] >> (4 * (j % 2))) & 15) * k4_act<A>(g, l, e);
+                    std::uint8_t sc, mn;
+                    scale_min_k4<A>(j, xr[b].scales, sc, mn);
+                    sum += k4_term<A>(isum, h2f<A>(xr[b].d) * static_cast<float>(sc), h2f<A>(xr[b].dmin) * static_cast<float>(mn), g,
+                                      static_cast<std::size_t>(l));
+                }
+            }
+            out[static_cast<std::size_t>(c) * ldo + static_cast<std::size_t>(r)] = sum;
+        }
+    }
+}
+template <class A>
+void qgemm_k4_r4(std::int64_t k, std::int64_t m, std::int64_t n, const std::byte* x, const std::byte* y, std::size_t ys,
+                 float* out, std::size_t ldo, simd::requires_arch<simd::scalar>) {
+    const std::int64_t nsb = k / 256;
+    const std::size_t quad = static_cast<std::size_t>(4 * qgemm_groups(k)) * w_k4_rows4::rec_bytes;
+    const auto* xb = reinterpret_cast<const unsigned char*>(x);
+    for (std::int64_t c = 0; c < n; ++c) {
+        const auto* yr = reinterpret_cast<const unsigned char*>(y) + static_cast<std::size_t>(c) * ys;
+        for (std::int64_t r = 0; r < m; ++r) {
+            float sum = 0.0f;
+            for (std::int64_t b = 0; b < nsb; ++b) {
+                const unsigned char* rec = xb + static_cast<std::size_t>(r / 4) * quad +
+                                           static_cast<std::size_t>((b / 2) * 4 + r % 4) * w_k4_rows4::rec_bytes;
+                const unsigned char* g = yr + static_cast<std::size_t>(b / 2) * qgemm_act_group_bytes;
+                const auto h = static_cast<std::size_t>(b % 2);
+                std::uint16_t d, dmin;
+                std::memcpy(&d, rec + 288 + 2 * h, 2);
+                std::memcpy(&dmin, rec + 292 + 2 * h, 2);
+                for (int j = 0; j < 8; ++j) {
+                    const int l = 8 * static_cast<int>(h) + j;
+                    int isum = 0;
+                    for (int e = 0; e < 32; ++e)
+                        isum += ((rec[(e / 8) * 64 + 8 * (l / 2) + e % 8] >> (4 * (l % 2))) & 15) *
+                                k4_act<A>(g, l, e);
+                    sum += k4_term<A>(isum, h2f_bits<A>(d) * static_cast<float>(rec[256 + l]),
+                                      h2f_bits<A>(dmin) * static_cast<float>(rec[272 + l]), g, static_cast<std::size_t>(l));
+                }
+            }
+            out[static_cast<std::size_t>(c) * ldo + static_cast<std::size_t>(r)] = sum;
+        }
+    }
+}
+template <class A>
+void qgemm_k4(std::int64_t k, std::int64_t m, std::int64_t n, const qg::block_q4_K* x, std::size_t xs, const std::byte* y,
+              std::size_t ys, float* out, std::size_t ldo, std::byte* work, simd::requires_arch<simd::avx2>) {
+    qgemm_k4_wide<A, qv256<A>>(k, m, n, x, xs, y, ys, out, ldo, work);
+}
+template <class A>
+void qgemm_k4(std::int64_t k, std::int64_t m, std::int64_t n, const qg::block_q4_K* x, std::size_t xs, const std::byte* y,
+              std::size_t ys, float* out, std::size_t ldo, std::byte* work, simd::requires_arch<simd::avx512bw>) {
+    qgemm_k4_wide<A, qv512<A>>(k, m, n, x, xs, y, ys, out, ldo, work);
+}
+template <class A>
+void qgemm_k4_r4(std::int64_t k, std::int64_t m, std::int64_t n, const std::byte* x, const std::byte* y, std::size_t ys,
+                 float* out, std::size_t ldo, simd::requires_arch<simd::avx2>) {
+    qgemm_k4_rows4<A, qv256<A>>(k, m, n, x, y, ys, out, ldo);
+}
+template <class A>
+void qgemm_k4_r4(std::int64_t k, std::int64_t m, std::int64_t n, const std::byte* x, const std::byte* y, std::size_t ys,
+                 float* out, std::size_t ldo, simd::requires_arch<simd::avx512bw>) {
+    qgemm_k4_rows4<A, qv512<A>>(k, m, n, x, y, ys, out, ldo);
+}
+
 }  // namespace qdetail
 
 // Repacked weights: gemm_<T>_rows4<A>(k, m, const std::byte* x_repacked (the quads of the
 // m rows, m % 4 == 0), n, y_packed, y_stride, out, ldo); no work buffer.
-#define TESSERA_QGEMM_R4_KERNEL_(T)                                                                          \
+#define TESSERA_QGEMM_R4_KERNEL_(T, ...)                                                                       \
     template <class A>                                                                                       \
     struct gemm_##T##_rows4 {                                                                                \
         void operator()(std::int64_t k, std::int64_t m, std::int64_t n, const std::byte* x, const std::byte* y, \
@@ -418,15 +732,16 @@ void qgemm_r4(std::int64_t k, std::int64_t m, std::int64_t n, const std::byte* x
     template <class A>                                                                                       \
     void gemm_##T##_rows4<A>::operator()(std::int64_t k, std::int64_t m, std::int64_t n, const std::byte* x, \
                                          const std::byte* y, std::size_t y_stride, float* out, std::size_t ldo) const { \
-        qdetail::qgemm_r4<A, quant::block_##T>(k, m, n, x, y, y_stride, out, ldo, A{});                      \
+        qdetail::__VA_ARGS__(k, m, n, x, y, y_stride, out, ldo, A{});                                        \
     }                                                                                                        \
     TESSERA_KERNEL(gemm_##T##_rows4)
 
-TESSERA_QGEMM_R4_KERNEL_(q4_0);
-TESSERA_QGEMM_R4_KERNEL_(q8_0);
+TESSERA_QGEMM_R4_KERNEL_(q4_0, qgemm_r4<A, quant::block_q4_0>);
+TESSERA_QGEMM_R4_KERNEL_(q8_0, qgemm_r4<A, quant::block_q8_0>);
+TESSERA_QGEMM_R4_KERNEL_(q4_K, qgemm_k4_r4<A>);
 #undef TESSERA_QGEMM_R4_KERNEL_
 
-#define TESSERA_QGEMM_KERNEL_(T)                                                                             \
+#define TESSERA_QGEMM_KERNEL_(T, F)                                                                             \
     template <class A>                                                                                       \
     struct gemm_##T {                                                                                        \
         void operator()(std::int64_t k, std::int64_t m, std::int64_t n, const quant::block_##T* x,           \
@@ -437,12 +752,13 @@ TESSERA_QGEMM_R4_KERNEL_(q8_0);
     void gemm_##T<A>::operator()(std::int64_t k, std::int64_t m, std::int64_t n, const quant::block_##T* x,  \
                                  std::size_t x_stride, const std::byte* y, std::size_t y_stride, float* out, \
                                  std::size_t ldo, std::byte* work) const {                                   \
-        qdetail::qgemm<A>(k, m, n, x, x_stride, y, y_stride, out, ldo, work, A{});                           \
+        qdetail::F<A>(k, m, n, x, x_stride, y, y_stride, out, ldo, work, A{});                               \
     }                                                                                                        \
     TESSERA_KERNEL(gemm_##T)
 
-TESSERA_QGEMM_KERNEL_(q4_0);
-TESSERA_QGEMM_KERNEL_(q8_0);
+TESSERA_QGEMM_KERNEL_(q4_0, qgemm);
+TESSERA_QGEMM_KERNEL_(q8_0, qgemm);
+TESSERA_QGEMM_KERNEL_(q4_K, qgemm_k4);
 #undef TESSERA_QGEMM_KERNEL_
 
 }  // namespace kernels
