@@ -231,6 +231,23 @@ inline outcome run_once(const build_fn& build, const ref_fn& ref, int threads, u
     return o;
 }
 
+// Names for case labels: a type, and extents as [a,b,c,d].
+inline std::string tn(type_id t) { return std::string(type_name(t)); }
+inline std::string sh(std::array<std::int64_t, 4> n) {
+    return "[" + std::to_string(n[0]) + "," + std::to_string(n[1]) + "," + std::to_string(n[2]) + "," + std::to_string(n[3]) + "]";
+}
+inline constexpr type_id float_types[] = {type_id::f32, type_id::f16, type_id::bf16};
+
+// A leaf, or (strided) a column slice of a wider leaf: a non-contiguous view with the
+// same logical shape.
+inline node* strided_input(context& ctx, type_id t, std::array<std::int64_t, 4> ne, bool strided) {
+    if (!strided) return ctx.new_tensor(t, ne);
+    std::array<std::int64_t, 4> wide = ne;
+    wide[0] += 3;
+    node* w = ctx.new_tensor(t, wide);
+    return view(any_tensor(w), ne, {w->lay.nb[1], w->lay.nb[2], w->lay.nb[3]}, 0).get();
+}
+
 // Runs a case under every available arch at 1 and 2 threads and checks it.
 inline void check(const std::string& name, const build_fn& build, const ref_fn& ref) {
     const auto saved = simd::active_arch();

@@ -13,21 +13,7 @@ using ne4 = std::array<std::int64_t, 4>;
 
 namespace {
 
-const type_id float_types[] = {type_id::f32, type_id::f16, type_id::bf16};
-std::string tn(type_id t) { return std::string(type_name(t)); }
-std::string sh(ne4 n) {
-    return "[" + std::to_string(n[0]) + "," + std::to_string(n[1]) + "," + std::to_string(n[2]) + "," + std::to_string(n[3]) + "]";
-}
 
-// A leaf, or (strided) a column slice of a wider leaf: a non-contiguous view with the
-// same logical shape.
-node* input(context& ctx, type_id t, ne4 ne, bool strided) {
-    if (!strided) return ctx.new_tensor(t, ne);
-    ne4 wide = ne;
-    wide[0] += 3;
-    node* w = ctx.new_tensor(t, wide);
-    return view(any_tensor(w), ne, {w->lay.nb[1], w->lay.nb[2], w->lay.nb[3]}, 0).get();
-}
 
 double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
 double gelu_tanh(double x) { return 0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x))); }
@@ -60,8 +46,8 @@ TEST_CASE("ops: add, sub, mul, div with broadcast, views and mixed float types")
                                 name,
                                 [&](context& ctx) {
                                     built b;
-                                    node* x = input(ctx, ta, s.a, strided);
-                                    node* y = input(ctx, tb, s.b, strided);
+                                    node* x = strided_input(ctx, ta, s.a, strided);
+                                    node* y = strided_input(ctx, tb, s.b, strided);
                                     any_tensor X(x), Y(y);
                                     any_tensor r = op == op_kind::add   ? (inplace ? add_inplace(X, Y) : add(X, Y))
                                                    : op == op_kind::sub ? (inplace ? sub_inplace(X, Y) : sub(X, Y))
@@ -144,7 +130,7 @@ TEST_CASE("ops: unary activations, sqr/sqrt/log/sin/cos, scale, clamp, leaky_rel
                     check(std::string(op.name) + " " + tn(t) + sh(s) + (strided ? " strided" : ""),
                           [&](context& ctx) {
                               built b;
-                              node* x = input(ctx, t, s, strided);
+                              node* x = strided_input(ctx, t, s, strided);
                               b.out = op.make(any_tensor(x)).get();
                               b.inputs = {x};
                               b.lo = op.lo, b.hi = op.hi;
@@ -242,7 +228,7 @@ TEST_CASE("ops: sum, sum_rows, mean, argmax, count_equal, cross_entropy_loss") {
                     check(std::string(op_name(op)) + " " + tn(t) + sh(s),
                           [&](context& ctx) {
                               built b;
-                              node* x = input(ctx, t, s, strided);
+                              node* x = strided_input(ctx, t, s, strided);
                               any_tensor X(x);
                               b.out = (op == op_kind::sum ? sum(X) : op == op_kind::sum_rows ? sum_rows(X) : mean(X)).get();
                               b.inputs = {x};
@@ -288,7 +274,7 @@ TEST_CASE("ops: sum, sum_rows, mean, argmax, count_equal, cross_entropy_loss") {
                 check("cross_entropy_loss " + sh(s) + (strided ? " strided" : "") + (one_hot ? " one-hot" : ""),
                       [&](context& ctx) {
                           built b;
-                          node* x = input(ctx, type_id::f32, s, strided);
+                          node* x = strided_input(ctx, type_id::f32, s, strided);
                           node* y = ctx.new_tensor(type_id::f32, s);
                           b.out = cross_entropy_loss(any_tensor(x), any_tensor(y)).get();
                           b.inputs = {x, y};
@@ -363,7 +349,7 @@ TEST_CASE("ops: norm, rms_norm, l2_norm") {
                         check(std::string(op_name(op)) + " " + tn(t) + sh(s) + " eps " + std::to_string(eps),
                               [&](context& ctx) {
                                   built b;
-                                  node* x = input(ctx, t, s, strided);
+                                  node* x = strided_input(ctx, t, s, strided);
                                   any_tensor X(x);
                                   b.out = (op == op_kind::norm ? norm(X, eps) : op == op_kind::rms_norm ? rms_norm(X, eps) : l2_norm(X, eps)).get();
                                   b.inputs = {x};

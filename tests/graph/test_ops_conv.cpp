@@ -16,10 +16,6 @@ using namespace harness;
 using ne4 = std::array<std::int64_t, 4>;
 
 namespace {
-std::string tn(type_id t) { return std::string(type_name(t)); }
-std::string sh(ne4 n) {
-    return "[" + std::to_string(n[0]) + "," + std::to_string(n[1]) + "," + std::to_string(n[2]) + "," + std::to_string(n[3]) + "]";
-}
 std::int64_t wrap(std::int64_t i, std::int64_t n) { return ((i % n) + n) % n; }
 
 // A leaf of logical shape ne; strided (dims 0 and 1 swapped in memory) when transposed.

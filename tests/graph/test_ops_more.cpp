@@ -14,21 +14,7 @@ using ne4 = std::array<std::int64_t, 4>;
 
 namespace {
 
-const type_id float_types[] = {type_id::f32, type_id::f16, type_id::bf16};
-std::string tn(type_id t) { return std::string(type_name(t)); }
-std::string sh(ne4 n) {
-    return "[" + std::to_string(n[0]) + "," + std::to_string(n[1]) + "," + std::to_string(n[2]) + "," + std::to_string(n[3]) + "]";
-}
 
-// A leaf, or (strided) a column slice of a wider leaf: a non-contiguous view with the
-// same logical shape.
-node* input(context& ctx, type_id t, ne4 ne, bool strided) {
-    if (!strided) return ctx.new_tensor(t, ne);
-    ne4 wide = ne;
-    wide[0] += 3;
-    node* w = ctx.new_tensor(t, wide);
-    return view(any_tensor(w), ne, {w->lay.nb[1], w->lay.nb[2], w->lay.nb[3]}, 0).get();
-}
 
 // Fills a leaf with small integers in [0, n) as values (many ties).
 std::function<void(node*, std::mt19937&)> small_ints(int n) {
@@ -67,7 +53,7 @@ TEST_CASE("ops: add1 (scalar b) with views, mixed float types, in place") {
                         check("add1 " + tn(ta) + sh(s) + " + " + tn(tb) + (strided ? " strided" : "") + (inplace ? " inplace" : ""),
                               [&](context& ctx) {
                                   built b;
-                                  node* x = input(ctx, ta, s, strided);
+                                  node* x = strided_input(ctx, ta, s, strided);
                                   node* y = ctx.new_tensor(tb, {1, 1, 1, 1});
                                   b.out = (inplace ? add1_inplace(any_tensor(x), any_tensor(y)) : add1(any_tensor(x), any_tensor(y))).get();
                                   b.inputs = {x, y};
@@ -103,7 +89,7 @@ TEST_CASE("ops: acc and set into strided views of a, float types, i32 set, in pl
                                   [&](context& ctx) {
                                       built b;
                                       node* x = ctx.new_tensor(ta, c.a);
-                                      node* y = input(ctx, tb, c.b, strided_b);
+                                      node* y = strided_input(ctx, tb, c.b, strided_b);
                                       const auto es = static_cast<std::size_t>(type_size(ta));
                                       const std::size_t nb1 = c.s1 ? static_cast<std::size_t>(c.s1) * es : x->lay.nb[1];
                                       const std::size_t nb2 = c.s2 ? static_cast<std::size_t>(c.s2) * es : x->lay.nb[2];
@@ -182,7 +168,7 @@ TEST_CASE("ops: diag, tri (4 kinds), cumsum with views and float types") {
                 check("diag " + tn(t) + sh(s) + (strided ? " strided" : ""),
                       [&](context& ctx) {
                           built b;
-                          node* x = input(ctx, t, s, strided);
+                          node* x = strided_input(ctx, t, s, strided);
                           b.out = diag(any_tensor(x)).get();
                           b.inputs = {x};
                           b.max_nmse = 0;
@@ -202,7 +188,7 @@ TEST_CASE("ops: diag, tri (4 kinds), cumsum with views and float types") {
                     check("tri " + std::to_string(static_cast<int>(tt)) + " " + tn(t) + sh(s) + (strided ? " strided" : ""),
                           [&](context& ctx) {
                               built b;
-                              node* x = input(ctx, t, s, strided);
+                              node* x = strided_input(ctx, t, s, strided);
                               b.out = tri(any_tensor(x), tt).get();
                               b.inputs = {x};
                               b.max_nmse = 0;
@@ -228,7 +214,7 @@ TEST_CASE("ops: diag, tri (4 kinds), cumsum with views and float types") {
                 check("cumsum " + tn(t) + sh(s) + (strided ? " strided" : ""),
                       [&](context& ctx) {
                           built b;
-                          node* x = input(ctx, t, s, strided);
+                          node* x = strided_input(ctx, t, s, strided);
                           b.out = cumsum(any_tensor(x)).get();
                           b.inputs = {x};
                           return b;
@@ -254,7 +240,7 @@ TEST_CASE("ops: repeat_back sums the tiles (the adjoint of repeat), views, float
                 check("repeat_back " + tn(t) + sh(c.a) + " -> " + sh(c.b) + (strided ? " strided" : ""),
                       [&](context& ctx) {
                           built b;
-                          node* x = input(ctx, t, c.a, strided);
+                          node* x = strided_input(ctx, t, c.a, strided);
                           b.out = repeat_back(any_tensor(x), c.b).get();
                           b.inputs = {x};
                           return b;
@@ -303,7 +289,7 @@ TEST_CASE("ops: group_norm (ceil-split channel groups, empty trailing group), vi
                               (inplace ? " inplace" : ""),
                           [&](context& ctx) {
                               built b;
-                              node* x = input(ctx, t, c.s, strided);
+                              node* x = strided_input(ctx, t, c.s, strided);
                               b.out = (inplace ? group_norm_inplace(any_tensor(x), c.groups, 1e-6f) : group_norm(any_tensor(x), c.groups, 1e-6f)).get();
                               b.inputs = {x};
                               return b;
@@ -355,7 +341,7 @@ TEST_CASE("ops: argsort asc/desc and argsort_top_k, exact, with ties, views, flo
                         check("argsort " + tn(t) + sh(s) + (desc ? " desc" : " asc") + (strided ? " strided" : "") + (ties ? " ties" : ""),
                               [&](context& ctx) {
                                   built b;
-                                  node* x = input(ctx, t, s, strided);
+                                  node* x = strided_input(ctx, t, s, strided);
                                   b.out = argsort(any_tensor(x), desc ? sort_order::desc : sort_order::asc).get();
                                   b.inputs = {x};
                                   b.max_nmse = 0;
@@ -395,7 +381,7 @@ TEST_CASE("ops: top_k indices of the k largest (by value, ties by index), exact,
                     check("top_k " + tn(t) + sh(s) + " k " + std::to_string(kk) + (strided ? " strided" : "") + (ties ? " ties" : ""),
                           [&, s = s, kk = kk](context& ctx) {
                               built b;
-                              node* x = input(ctx, t, s, strided);
+                              node* x = strided_input(ctx, t, s, strided);
                               b.out = top_k(any_tensor(x), kk).get();
                               b.inputs = {x};
                               b.max_nmse = 0;
@@ -442,7 +428,7 @@ TEST_CASE("ops: out_prod float and block types as a, broadcast, transposed b") {
                   (tb_transposed ? " b transposed" : "") + (strided_a ? " a strided" : ""),
               [&](context& ctx) {
                   built b;
-                  node* a = input(ctx, ta, {c.M, c.K, c.A2, c.A3}, strided_a);
+                  node* a = strided_input(ctx, ta, {c.M, c.K, c.A2, c.A3}, strided_a);
                   node* y;
                   if (tb_transposed) {
                       node* leaf = ctx.new_tensor(type_id::f32, {c.K, c.N, c.B2, c.B3});

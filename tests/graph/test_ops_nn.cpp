@@ -13,10 +13,6 @@ using namespace harness;
 using ne4 = std::array<std::int64_t, 4>;
 
 namespace {
-std::string tn(type_id t) { return std::string(type_name(t)); }
-std::string sh(ne4 n) {
-    return "[" + std::to_string(n[0]) + "," + std::to_string(n[1]) + "," + std::to_string(n[2]) + "," + std::to_string(n[3]) + "]";
-}
 double alibi(double max_bias, std::int64_t h, std::int64_t n_head) {
     if (max_bias <= 0) return 1;
     std::int64_t n_log2 = 1;

@@ -12,9 +12,6 @@ using ne4 = std::array<std::int64_t, 4>;
 
 namespace {
 
-std::string sh(ne4 n) {
-    return "[" + std::to_string(n[0]) + "," + std::to_string(n[1]) + "," + std::to_string(n[2]) + "," + std::to_string(n[3]) + "]";
-}
 std::function<void(node*, std::mt19937&)> uniform(double lo, double hi) {
     return [lo, hi](node* t, std::mt19937& rng) {
         std::uniform_real_distribution<double> u(lo, hi);

@@ -401,23 +401,15 @@ inline void unary(const node& d, const exec_params& p) {
     const auto& k = *p.k;
     float p0, p1;
     const auto kind = detail::unary_kind_of(d, p0, p1);
-    float* bufa = reinterpret_cast<float*>(p.scratch);
-    float* bufd = bufa + detail::align_up(static_cast<std::size_t>(d.lay.ne[0]), 16);
-    const auto [r0, r1] = p.split(d.lay.nrows());
-    for (std::int64_t r = r0; r < r1; ++r) {
-        const auto [i1, i2, i3] = unravel_row(d.lay, r);
-        const float* x = load_row(k, a, i1, i2, i3, bufa);
-        std::byte* drow = row_ptr(d, i1, i2, i3);
-        float* z = out_f32(d, drow, bufd);
-        const auto n = static_cast<std::size_t>(d.lay.ne[0]);
+    const auto n = static_cast<std::size_t>(d.lay.ne[0]);
+    map_rows(d, a, p, [&](const float* x, float* z, std::int64_t, std::int64_t, std::int64_t) {
         if (d.op == op_kind::scale) {
             const auto& sp = d.param<scale_params>();
             k.scale(x, z, n, sp.s, sp.b);
         } else {
             k.unary(kind, x, z, n, p0, p1);
         }
-        store_f32(k, d.lay.type, drow, d.lay.nb[0], d.lay.ne[0], z);
-    }
+    });
 }
 
 inline void glu(const node& d, const exec_params& p) {

@@ -48,17 +48,9 @@ inline void add1(const node& d, const exec_params& p) {
     const node& b = *d.src[1];
     const auto& k = *p.k;
     const float s = read_scalar(b.lay.type, b.bytes());
-    float* bufa = reinterpret_cast<float*>(p.scratch);
-    float* bufd = bufa + arith_detail::pad16(d.lay.ne[0]);
-    const auto [r0, r1] = p.split(d.lay.nrows());
-    for (std::int64_t r = r0; r < r1; ++r) {
-        const auto [i1, i2, i3] = unravel_row(d.lay, r);
-        const float* x = load_row(k, a, i1, i2, i3, bufa);
-        std::byte* drow = row_ptr(d, i1, i2, i3);
-        float* z = out_f32(d, drow, bufd);
+    map_rows(d, a, p, [&](const float* x, float* z, std::int64_t, std::int64_t, std::int64_t) {
         k.scale(x, z, static_cast<std::size_t>(d.lay.ne[0]), 1.f, s);
-        store_f32(k, d.lay.type, drow, d.lay.nb[0], d.lay.ne[0], z);
-    }
+    });
 }
 
 // acc and set. Both a and the result are contiguous with one layout.
@@ -108,39 +100,21 @@ inline void diag(const node& d, const exec_params& p) {
 
 inline void tri(const node& d, const exec_params& p) {
     const node& a = *d.src[0];
-    const auto& k = *p.k;
     const tri_type t = d.param<tri_params>().type;
-    float* bufa = reinterpret_cast<float*>(p.scratch);
-    float* bufd = bufa + arith_detail::pad16(d.lay.ne[0]);
-    const auto [r0, r1] = p.split(d.lay.nrows());
-    for (std::int64_t r = r0; r < r1; ++r) {
-        const auto [i1, i2, i3] = unravel_row(d.lay, r);
-        const float* x = load_row(k, a, i1, i2, i3, bufa);
-        std::byte* drow = row_ptr(d, i1, i2, i3);
-        float* z = out_f32(d, drow, bufd);
+    map_rows(d, a, p, [&](const float* x, float* z, std::int64_t i1, std::int64_t, std::int64_t) {
         for (std::int64_t i = 0; i < d.lay.ne[0]; ++i) {
             const bool keep = t == tri_type::upper_diag ? i >= i1 : t == tri_type::upper ? i > i1 : t == tri_type::lower_diag ? i <= i1 : i < i1;
             z[i] = keep ? x[i] : 0.f;
         }
-        store_f32(k, d.lay.type, drow, d.lay.nb[0], d.lay.ne[0], z);
-    }
+    });
 }
 
 inline void cumsum(const node& d, const exec_params& p) {
     const node& a = *d.src[0];
-    const auto& k = *p.k;
-    float* bufa = reinterpret_cast<float*>(p.scratch);
-    float* bufd = bufa + arith_detail::pad16(d.lay.ne[0]);
-    const auto [r0, r1] = p.split(d.lay.nrows());
-    for (std::int64_t r = r0; r < r1; ++r) {
-        const auto [i1, i2, i3] = unravel_row(d.lay, r);
-        const float* x = load_row(k, a, i1, i2, i3, bufa);
-        std::byte* drow = row_ptr(d, i1, i2, i3);
-        float* z = out_f32(d, drow, bufd);
+    map_rows(d, a, p, [&](const float* x, float* z, std::int64_t, std::int64_t, std::int64_t) {
         double s = 0;
         for (std::int64_t i = 0; i < d.lay.ne[0]; ++i) z[i] = static_cast<float>(s += static_cast<double>(x[i]));
-        store_f32(k, d.lay.type, drow, d.lay.nb[0], d.lay.ne[0], z);
-    }
+    });
 }
 
 // Each result row sums the rows of a that tile onto it, in double.

@@ -173,5 +173,25 @@ inline const float* load_row(const kernel_set& k, const node& n, std::int64_t i1
     return load_f32(k, n.lay.type, row_ptr(n, i1, i2, i3), n.lay.nb[0], n.lay.ne[0], buf);
 }
 
+// The row loop of the ops that map each row of a to the same row of d (shapes equal):
+// f(x, z, i1, i2, i3) gets row (i1, i2, i3) of a as f32 and the f32 row of d to fill
+// (d's own memory when it is contiguous f32), which is then stored in d's type. Uses
+// two scratch rows of ne0 rounded up to 16 floats: a's, then d's.
+template <class F>
+void map_rows(const node& d, const node& a, const exec_params& p, F&& f) {
+    const auto& k = *p.k;
+    float* bufa = reinterpret_cast<float*>(p.scratch);
+    float* bufd = bufa + (static_cast<std::size_t>(d.lay.ne[0]) + 15) / 16 * 16;
+    const auto [r0, r1] = p.split(d.lay.nrows());
+    for (std::int64_t r = r0; r < r1; ++r) {
+        const auto [i1, i2, i3] = unravel_row(d.lay, r);
+        const float* x = load_row(k, a, i1, i2, i3, bufa);
+        std::byte* drow = row_ptr(d, i1, i2, i3);
+        float* z = out_f32(d, drow, bufd);
+        f(x, z, i1, i2, i3);
+        store_f32(k, d.lay.type, drow, d.lay.nb[0], d.lay.ne[0], z);
+    }
+}
+
 }  // namespace graph::cpu
 TESSERA_END_NAMESPACE
