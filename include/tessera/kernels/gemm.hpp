@@ -1,18 +1,29 @@
 // f32 GEMM in the dot-product form mul_mat needs: both operands are row-major with
-// K contiguous, c[n*ldc + m] = sum_k a[m*lda + k] * b[n*ldb + k].
+// K contiguous, c[n*ldc + m] = sum_k a[m*lda + k] * b[n*ldb + k]. Two kernels:
 //
-// The xsimd body computes RM x RN tiles of dot products at once (4 x 6 with 32 vector
-// registers, 3 x 4 with 16): per step of one vector of k it loads RM rows of a and
-// RN rows of b and issues RM*RN FMAs, so it is FMA-bound rather than load-bound. K is
-// cut into blocks of at most 2048 (a's tile stays in L1) and b's rows into groups of
-// 96 (they stay in L2 while every tile of a streams past). Rows need no packing: they
-// are already contiguous in K.
+// gemm_f32 (few columns): RM x RN tiles of dot products (4 x 6 with 32 vector
+// registers, 3 x 4 with 16): per step of one vector of k it loads RM rows of a and RN
+// rows of b and issues RM*RN FMAs. Rows need no packing, which is what one or a few
+// columns want (the weights are read once, straight from memory).
+//
+// gemm_f32_pb (many columns): the outer-product form of BLIS. b is packed once per
+// mul_mat into panels of NR columns ([panel][k][NR], `gemm_f32_pack_b_panel`); a is
+// packed per thread, MC rows x KC at a time, into panels of MR rows ([k][MR]). The
+// micro-kernel keeps an MR x NR tile of c in registers (32 x 12 with AVX-512: 24 zmm
+// accumulators; 16 x 6 with AVX2) and per k loads MR/W vectors of a and broadcasts NR
+// values of b: no horizontal sums, and every load is sequential. The b micro-panel
+// (KC x NR, 12 KiB) stays in L1 across the MC/MR a panels, the a block (MC x KC) in L2
+// across all the b panels. a rows may be f32, f16 or bf16 (converted while packing).
 #pragma once
 
 #include <algorithm>
+#include <concepts>
 #include <cstddef>
+#include <cstdint>
 
 #include "tessera/config.hpp"
+#include "tessera/core/f16.hpp"
+#include "tessera/kernels/convert.hpp"
 #include "tessera/simd/dispatch.hpp"
 
 TESSERA_BEGIN_NAMESPACE
@@ -114,6 +125,230 @@ void gemm_f32(const float* a, std::size_t lda, const float* b, std::size_t ldb, 
     }
 }
 
+// ---- packed GEMM for many columns ------------------------------------------------------
+
+// The element type of a's rows in gemm_f32_pb.
+enum class gemm_a_type : std::uint8_t { f32, f16, bf16 };
+
+}  // namespace detail
+
+// The register tile of gemm_f32_pb per arch: MR rows of a (two vectors of w floats) x NR
+// columns. Written out per level rather than read off xsimd::batch, so that code built
+// for another arch (the executor asks fgemm_nr) never instantiates a wide batch type.
+template <class A>
+struct fgemm_shape {
+    static constexpr std::size_t w = std::derived_from<A, simd::avx512bw> ? 16
+                                     : std::derived_from<A, simd::avx2>   ? 8
+                                     : std::derived_from<A, simd::sse4_2> ? 4
+                                                                          : 1;
+    static constexpr std::size_t mr = w == 1 ? 4 : 2 * w;
+    static constexpr std::size_t nr = w >= 16 ? 12 : w == 1 ? 4 : 6;
+};
+inline constexpr std::size_t fgemm_kc = 256;     // k per packed block of a
+inline constexpr std::size_t fgemm_mc = 512;     // rows of a packed at once (a multiple of every mr)
+inline constexpr std::size_t fgemm_nr_max = 12;  // every arch's nr divides it
+// Floats of the per-thread work buffer of gemm_f32_pb (64-byte aligned): the packed a
+// block, up to 16 converted row segments and one of zeros.
+inline constexpr std::size_t fgemm_work_floats = fgemm_mc * fgemm_kc + 17 * fgemm_kc;
+
+// NR of an arch, and the floats of b packed for it (at most fgemm_packed_b_floats_max).
+constexpr std::size_t fgemm_nr(simd::arch_id a) {
+    return simd::with_arch_tag(a, []<class A>(A) { return fgemm_shape<A>::nr; });
+}
+constexpr std::size_t fgemm_packed_b_floats(simd::arch_id a, std::size_t N, std::size_t K) {
+    const std::size_t nr = fgemm_nr(a);
+    return (N + nr - 1) / nr * nr * K;
+}
+constexpr std::size_t fgemm_packed_b_floats_max(std::size_t N, std::size_t K) {
+    return (N + fgemm_nr_max - 1) / fgemm_nr_max * fgemm_nr_max * K;
+}
+
+namespace detail {
+
+// Segment [k0, k0 + n) of an a row of type t as f32: the row itself or tmp.
+template <class A>
+TESSERA_ALWAYS_INLINE const float* fgemm_a_segment(gemm_a_type t, const std::byte* row, std::size_t k0, std::size_t n,
+                                                   float* tmp) {
+    switch (t) {
+        case gemm_a_type::f16: f16_to_f32<A>(reinterpret_cast<const f16*>(row) + k0, tmp, n, A{}); return tmp;
+        case gemm_a_type::bf16: bf16_to_f32<A>(reinterpret_cast<const bf16*>(row) + k0, tmp, n, A{}); return tmp;
+        default: return reinterpret_cast<const float*>(row) + k0;
+    }
+}
+
+// dst[k * ld + r] = src[r][k] for r < G, k < n: a G-row transpose, G = the arch's
+// vector width (1 for the scalar body), with in-register 16x16 / 8x8 transposes.
+template <class A, std::size_t G>
+TESSERA_ALWAYS_INLINE void fgemm_transpose(const float* const* src, std::size_t k0, std::size_t n, float* dst,
+                                           std::size_t ld) {
+    for (std::size_t r = 0; r < G; ++r) {
+        const float* x = src[r];
+        for (std::size_t k = k0; k < n; ++k) dst[k * ld + r] = x[k];
+    }
+}
+template <class A, std::size_t G>
+TESSERA_ALWAYS_INLINE void fgemm_transpose(const float* const* src, std::size_t n, float* dst, std::size_t ld,
+                                           simd::requires_arch<simd::scalar>) {
+    fgemm_transpose<A, G>(src, 0, n, dst, ld);
+}
+template <class A, std::size_t G>
+TESSERA_ALWAYS_INLINE void fgemm_transpose(const float* const* src, std::size_t n, float* dst, std::size_t ld,
+                                           simd::requires_arch<simd::avx2>) {
+    std::size_t k = 0;
+    for (; k + 8 <= n; k += 8) {
+        __m256 r[8], t[8], u[8];
+        for (int i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(src[i] + k);
+        for (int j = 0; j < 4; ++j) {
+            t[2 * j] = _mm256_unpacklo_ps(r[2 * j], r[2 * j + 1]);
+            t[2 * j + 1] = _mm256_unpackhi_ps(r[2 * j], r[2 * j + 1]);
+        }
+        for (int j = 0; j < 2; ++j) {  // u[4j + e], 128-bit lane L: rows 4j..4j+3 of column 4L + e
+            u[4 * j] = _mm256_shuffle_ps(t[4 * j], t[4 * j + 2], 0x44);
+            u[4 * j + 1] = _mm256_shuffle_ps(t[4 * j], t[4 * j + 2], 0xEE);
+            u[4 * j + 2] = _mm256_shuffle_ps(t[4 * j + 1], t[4 * j + 3], 0x44);
+            u[4 * j + 3] = _mm256_shuffle_ps(t[4 * j + 1], t[4 * j + 3], 0xEE);
+        }
+        for (int e = 0; e < 4; ++e) {
+            _mm256_store_ps(dst + (k + e) * ld, _mm256_permute2f128_ps(u[e], u[4 + e], 0x20));
+            _mm256_store_ps(dst + (k + 4 + e) * ld, _mm256_permute2f128_ps(u[e], u[4 + e], 0x31));
+        }
+    }
+    fgemm_transpose<A, G>(src, k, n, dst, ld);
+}
+template <class A, std::size_t G>
+TESSERA_ALWAYS_INLINE void fgemm_transpose(const float* const* src, std::size_t n, float* dst, std::size_t ld,
+                                           simd::requires_arch<simd::avx512bw>) {
+    std::size_t k = 0;
+    for (; k + 16 <= n; k += 16) {
+        __m512 r[16], t[16], u[16];
+        for (int i = 0; i < 16; ++i) r[i] = _mm512_loadu_ps(src[i] + k);
+        for (int j = 0; j < 8; ++j) {
+            t[2 * j] = _mm512_unpacklo_ps(r[2 * j], r[2 * j + 1]);
+            t[2 * j + 1] = _mm512_unpackhi_ps(r[2 * j], r[2 * j + 1]);
+        }
+        for (int j = 0; j < 4; ++j) {  // u[4j + e], 128-bit lane L: rows 4j..4j+3 of column 4L + e
+            u[4 * j] = _mm512_shuffle_ps(t[4 * j], t[4 * j + 2], 0x44);
+            u[4 * j + 1] = _mm512_shuffle_ps(t[4 * j], t[4 * j + 2], 0xEE);
+            u[4 * j + 2] = _mm512_shuffle_ps(t[4 * j + 1], t[4 * j + 3], 0x44);
+            u[4 * j + 3] = _mm512_shuffle_ps(t[4 * j + 1], t[4 * j + 3], 0xEE);
+        }
+        for (int e = 0; e < 4; ++e) {
+            const __m512 v0 = _mm512_shuffle_f32x4(u[e], u[4 + e], 0x88), v1 = _mm512_shuffle_f32x4(u[e], u[4 + e], 0xDD);
+            const __m512 w0 = _mm512_shuffle_f32x4(u[8 + e], u[12 + e], 0x88), w1 = _mm512_shuffle_f32x4(u[8 + e], u[12 + e], 0xDD);
+            _mm512_store_ps(dst + (k + e) * ld, _mm512_shuffle_f32x4(v0, w0, 0x88));
+            _mm512_store_ps(dst + (k + 4 + e) * ld, _mm512_shuffle_f32x4(v1, w1, 0x88));
+            _mm512_store_ps(dst + (k + 8 + e) * ld, _mm512_shuffle_f32x4(v0, w0, 0xDD));
+            _mm512_store_ps(dst + (k + 12 + e) * ld, _mm512_shuffle_f32x4(v1, w1, 0xDD));
+        }
+    }
+    fgemm_transpose<A, G>(src, k, n, dst, ld);
+}
+
+// Packs rows [0, ml) x [k0, k0 + kl) of a into ceil(ml / MR) panels of [kl][MR], zero rows
+// past ml, G rows at a time. tmp: G * fgemm_kc floats for converted segments, then
+// fgemm_kc zeros.
+template <class A, std::size_t MR>
+void fgemm_pack_a(gemm_a_type t, const std::byte* a, std::size_t lda, std::size_t ml, std::size_t k0, std::size_t kl,
+                  float* out, float* tmp) {
+    constexpr std::size_t G = std::derived_from<A, simd::avx2> ? fgemm_shape<A>::w : 1;
+    static_assert(MR % G == 0);
+    float* zeros = tmp + G * fgemm_kc;
+    std::fill(zeros, zeros + kl, 0.f);
+    const std::size_t rows = (ml + MR - 1) / MR * MR;
+    for (std::size_t i0 = 0; i0 < rows; i0 += G) {
+        const float* src[G];
+        for (std::size_t r = 0; r < G; ++r)
+            src[r] = i0 + r < ml ? fgemm_a_segment<A>(t, a + (i0 + r) * lda, k0, kl, tmp + r * fgemm_kc) : zeros;
+        fgemm_transpose<A, G>(src, kl, out + i0 / MR * kl * MR + i0 % MR, MR, A{});
+    }
+}
+
+// c tile (tm x tn valid of MR x NR) (+)= a panel [kl][MR] x b micro-panel [kl][NR].
+template <class A, std::size_t MV, std::size_t NR>
+TESSERA_ALWAYS_INLINE void fgemm_micro(std::size_t kl, const float* ap, const float* bp, float* c, std::size_t ldc,
+                                       std::size_t tm, std::size_t tn, bool acc) {
+    using B = xsimd::batch<float, typename A::xsimd_arch>;
+    constexpr std::size_t W = B::size, MR = MV * W;
+    B r[NR][MV];
+    for (std::size_t j = 0; j < NR; ++j)
+        for (std::size_t v = 0; v < MV; ++v) r[j][v] = B(0.f);
+    for (std::size_t k = 0; k < kl; ++k) {
+        B av[MV];
+        for (std::size_t v = 0; v < MV; ++v) av[v] = B::load_aligned(ap + k * MR + v * W);
+        for (std::size_t j = 0; j < NR; ++j) {
+            const B bv(bp[k * NR + j]);
+            for (std::size_t v = 0; v < MV; ++v) r[j][v] = xsimd::fma(av[v], bv, r[j][v]);
+        }
+    }
+    if (tm == MR && tn == NR) {
+        for (std::size_t j = 0; j < NR; ++j)
+            for (std::size_t v = 0; v < MV; ++v) {
+                float* o = c + j * ldc + v * W;
+                (acc ? r[j][v] + B::load_unaligned(o) : r[j][v]).store_unaligned(o);
+            }
+        return;
+    }
+    alignas(64) float t[NR][MR];
+    for (std::size_t j = 0; j < NR; ++j)
+        for (std::size_t v = 0; v < MV; ++v) r[j][v].store_aligned(&t[j][v * W]);
+    for (std::size_t j = 0; j < tn; ++j)
+        for (std::size_t i = 0; i < tm; ++i) c[j * ldc + i] = acc ? c[j * ldc + i] + t[j][i] : t[j][i];
+}
+
+template <class A>
+void gemm_f32_pb(gemm_a_type at, const std::byte* a, std::size_t lda, const float* bp, float* c, std::size_t ldc,
+                 std::size_t M, std::size_t N, std::size_t K, float* work, simd::requires_arch<simd::scalar>) {
+    constexpr std::size_t NR = fgemm_shape<A>::nr;
+    float* tmp = work;
+    for (std::size_t m = 0; m < M; ++m) {
+        const float* x = fgemm_a_segment<A>(at, a + m * lda, 0, K, tmp);
+        for (std::size_t n = 0; n < N; ++n) {
+            const float* y = bp + n / NR * K * NR + n % NR;
+            float s = 0.f;
+            for (std::size_t k = 0; k < K; ++k) s += x[k] * y[k * NR];
+            c[n * ldc + m] = s;
+        }
+    }
+}
+
+template <class A>
+void gemm_f32_pb(gemm_a_type at, const std::byte* a, std::size_t lda, const float* bp, float* c, std::size_t ldc,
+                 std::size_t M, std::size_t N, std::size_t K, float* work, simd::requires_arch<simd::xsimd_common>) {
+    constexpr std::size_t MR = fgemm_shape<A>::mr, NR = fgemm_shape<A>::nr, MV = MR / fgemm_shape<A>::w;
+    static_assert(fgemm_mc % MR == 0 && fgemm_nr_max % NR == 0);
+    static_assert(fgemm_shape<A>::w == xsimd::batch<float, typename A::xsimd_arch>::size);
+    if (K == 0) {
+        for (std::size_t n = 0; n < N; ++n)
+            for (std::size_t m = 0; m < M; ++m) c[n * ldc + m] = 0.f;
+        return;
+    }
+    float* ablock = work;
+    float* tmp = work + fgemm_mc * fgemm_kc;  // fgemm_pack_a's
+    const std::size_t esize = at == gemm_a_type::f32 ? 4 : 2;
+    const std::size_t panels = (N + NR - 1) / NR;
+    for (std::size_t m0 = 0; m0 < M; m0 += fgemm_mc) {
+        const std::size_t ml = std::min(fgemm_mc, M - m0), mp = (ml + MR - 1) / MR;
+        for (std::size_t k0 = 0; k0 < K; k0 += fgemm_kc) {
+            const std::size_t kl = std::min(fgemm_kc, K - k0);
+            fgemm_pack_a<A, MR>(at, a + m0 * lda, lda, ml, k0, kl, ablock, tmp);
+            // a is read from memory once per block, in row segments lda apart that the hardware
+            // prefetcher does not follow: fetch the next segment of every row while this one is
+            // multiplied, a share of the rows before each panel.
+            const std::size_t next = std::min(fgemm_kc, K - std::min(K, k0 + kl)) * esize;
+            for (std::size_t p = 0; p < panels; ++p) {
+                for (std::size_t i = p * ml / panels; next && i < (p + 1) * ml / panels; ++i)
+                    for (std::size_t off = 0; off < next; off += 64) __builtin_prefetch(a + (m0 + i) * lda + (k0 + kl) * esize + off, 0, 2);
+                const float* bpp = bp + p * K * NR + k0 * NR;
+                const std::size_t tn = std::min(NR, N - p * NR);
+                float* cp = c + p * NR * ldc + m0;
+                for (std::size_t q = 0; q < mp; ++q)
+                    fgemm_micro<A, MV, NR>(kl, ablock + q * kl * MR, bpp, cp + q * MR, ldc, std::min(MR, ml - q * MR), tn,
+                                           k0 > 0);
+            }
+        }
+    }
+}
+
 }  // namespace detail
 
 // c[n*ldc + m] = dot(a row m, b row n) for m < M, n < N over K (strides in floats)
@@ -128,6 +363,36 @@ void gemm_f32<A>::operator()(const float* a, std::size_t lda, const float* b, st
     detail::gemm_f32<A>(a, lda, b, ldb, c, ldc, M, N, K, A{});
 }
 TESSERA_KERNEL(gemm_f32);
+
+// c[n*ldc + m] = dot(a row m, b column n) for m < M, n < N over K, with b packed by
+// gemm_f32_pack_b_panel for this arch (fgemm_nr columns a panel); a's rows (f32, f16 or
+// bf16, contiguous, lda bytes apart) are packed into work (fgemm_work_floats floats,
+// 64-byte aligned).
+template <class A>
+struct gemm_f32_pb {
+    void operator()(detail::gemm_a_type at, const std::byte* a, std::size_t lda, const float* bp, float* c,
+                    std::size_t ldc, std::size_t M, std::size_t N, std::size_t K, float* work) const;
+};
+template <class A>
+void gemm_f32_pb<A>::operator()(detail::gemm_a_type at, const std::byte* a, std::size_t lda, const float* bp, float* c,
+                                std::size_t ldc, std::size_t M, std::size_t N, std::size_t K, float* work) const {
+    detail::gemm_f32_pb<A>(at, a, lda, bp, c, ldc, M, N, K, work, A{});
+}
+TESSERA_KERNEL(gemm_f32_pb);
+
+// Packs columns (rows of b) [0, n) of one panel, n <= nr, into out[k * nr + j] over K,
+// zero columns past n. Not arch-specific: a transposing copy.
+template <class RowAt>
+void gemm_f32_pack_b_panel(std::size_t nr, std::size_t n, std::size_t K, RowAt&& row, float* out) {
+    for (std::size_t j = 0; j < nr; ++j) {
+        if (j >= n) {
+            for (std::size_t k = 0; k < K; ++k) out[k * nr + j] = 0.f;
+            continue;
+        }
+        const float* x = row(j);
+        for (std::size_t k = 0; k < K; ++k) out[k * nr + j] = x[k];
+    }
+}
 
 }  // namespace kernels
 TESSERA_END_NAMESPACE

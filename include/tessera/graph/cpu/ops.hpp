@@ -226,6 +226,14 @@ inline bool use_qgemm(const node& a, const node& b) {
     return (t == type_id::q4_0 || t == type_id::q8_0 || t == type_id::q4_K) && b.lay.ne[1] >= qgemm_min_cols;
 }
 
+// Float weights against at least fgemm_min_cols columns run the packed GEMM (kernels/gemm.hpp
+// gemm_f32_pb) when a's rows are contiguous; fewer columns, the dot-product tiles (gemm_f32).
+inline constexpr std::int64_t fgemm_min_cols = 32;
+inline bool use_fgemm(const node& a, const node& b) {
+    return detail::is_float(a.lay.type) && a.lay.nb[0] == static_cast<std::size_t>(type_size(a.lay.type)) &&
+           b.lay.ne[1] >= fgemm_min_cols;
+}
+
 inline scratch_need scratch_for(const node& n) {
     const auto f = [](std::int64_t floats) { return detail::align_up(static_cast<std::size_t>(floats) * 4); };
     const auto rowf = static_cast<std::int64_t>(detail::align_up(static_cast<std::size_t>(detail::max_ne0(n)), 16));
@@ -246,7 +254,14 @@ inline scratch_need scratch_for(const node& n) {
                     s.per_thread += detail::align_up(kernels::qgemm_work_bytes(K));
                 return s;
             }
-            if (a.lay.type != type_id::f32) s.per_thread = f(mul_mat_chunk * K);
+            if (use_fgemm(a, b)) {  // b packed into column panels; a packed per thread block
+                const auto panels = static_cast<std::int64_t>(
+                    kernels::fgemm_packed_b_floats_max(static_cast<std::size_t>(b.lay.ne[1]), static_cast<std::size_t>(K)));
+                s.shared = f(panels * b.lay.ne[2] * b.lay.ne[3]);
+                s.per_thread = f(static_cast<std::int64_t>(kernels::fgemm_work_floats)) + f(K);
+                return s;
+            }
+            if (a.lay.type != type_id::f32 || a.lay.nb[0] != 4) s.per_thread = f(mul_mat_chunk * K);
             if (!mul_mat_b_direct(b)) s.shared = f(b.lay.nelements());
             return s;
         }
@@ -925,11 +940,58 @@ inline void mul_mat_quant(const node& d, const exec_params& p) {
     }
 }
 
+// Float weights, many columns: phase 1 packs b into column panels (kernels/gemm.hpp), shared by
+// the threads; phase 2 gives each thread blocks of up to fgemm_mc weight rows of one batch
+// matrix, which gemm_f32_pb packs KC columns at a time (converting f16/bf16) and multiplies.
+inline void mul_mat_packed(const node& d, const exec_params& p) {
+    const node& a = *d.src[0];
+    const node& b = *d.src[1];
+    const auto& k = *p.k;
+    const auto K = static_cast<std::size_t>(a.lay.ne[0]);
+    const std::int64_t M = a.lay.ne[1], N = b.lay.ne[1], B2 = b.lay.ne[2], B3 = b.lay.ne[3];
+    const std::size_t nr = kernels::fgemm_nr(k.arch);
+    const auto panels = static_cast<std::int64_t>((static_cast<std::size_t>(N) + nr - 1) / nr);
+    const std::size_t panel_floats = nr * K, mat_floats = static_cast<std::size_t>(panels) * panel_floats;
+    float* packed = reinterpret_cast<float*>(p.shared);
+    float* work = reinterpret_cast<float*>(p.scratch);
+    float* rowbuf = work + detail::align_up(kernels::fgemm_work_floats * 4) / 4;
+    {
+        const auto [w0, w1] = p.split(panels * B2 * B3);
+        for (std::int64_t w = w0; w < w1; ++w) {
+            const std::int64_t pn = w % panels, i2 = (w / panels) % B2, i3 = w / panels / B2;
+            const std::int64_t n0 = pn * static_cast<std::int64_t>(nr);
+            kernels::gemm_f32_pack_b_panel(nr, static_cast<std::size_t>(std::min<std::int64_t>(static_cast<std::int64_t>(nr), N - n0)),
+                                           K, [&](std::size_t j) { return load_row(k, b, n0 + static_cast<std::int64_t>(j), i2, i3, rowbuf); },
+                                           packed + static_cast<std::size_t>(i3 * B2 + i2) * mat_floats + static_cast<std::size_t>(pn) * panel_floats);
+        }
+    }
+    p.barrier();
+    // Row blocks: as large as the kernel's block (fewer passes over packed b), small enough
+    // that every thread gets about two.
+    const auto per = static_cast<std::size_t>((M + 2 * p.nth - 1) / (2 * p.nth));
+    const auto rows = static_cast<std::int64_t>(std::clamp<std::size_t>((per + 31) / 32 * 32, 32, kernels::fgemm_mc));
+    const std::int64_t blocks = (M + rows - 1) / rows;
+    const std::int64_t r2 = B2 / a.lay.ne[2], r3 = B3 / a.lay.ne[3];
+    const auto at = a.lay.type == type_id::f16    ? kernels::detail::gemm_a_type::f16
+                    : a.lay.type == type_id::bf16 ? kernels::detail::gemm_a_type::bf16
+                                                  : kernels::detail::gemm_a_type::f32;
+    const std::size_t ldc = d.lay.nb[1] / 4;
+    const auto [c0, c1] = p.split(blocks * B2 * B3);
+    for (std::int64_t c = c0; c < c1; ++c) {
+        const std::int64_t blk = c % blocks, i2 = (c / blocks) % B2, i3 = c / blocks / B2;
+        const std::int64_t m0 = blk * rows, ml = std::min(rows, M - m0);
+        float* cp = reinterpret_cast<float*>(row_ptr(d, 0, i2, i3)) + m0;
+        k.gemm_pb(at, row_ptr(a, m0, i2 / r2, i3 / r3), a.lay.nb[1], packed + static_cast<std::size_t>(i3 * B2 + i2) * mat_floats,
+                  cp, ldc, static_cast<std::size_t>(ml), static_cast<std::size_t>(N), K, work);
+    }
+}
+
 inline void mul_mat(const node& d, const exec_params& p) {
     const node& a = *d.src[0];
     const node& b = *d.src[1];
     const auto& k = *p.k;
     if (is_quantized(a.lay.type)) return mul_mat_quant(d, p);
+    if (use_fgemm(a, b)) return mul_mat_packed(d, p);
     const std::int64_t K = a.lay.ne[0], M = a.lay.ne[1];
     const std::int64_t N = b.lay.ne[1], B2 = b.lay.ne[2], B3 = b.lay.ne[3];
     // phase 1: b as packed f32 rows
@@ -964,7 +1026,7 @@ inline void mul_mat(const node& d, const exec_params& p) {
         const std::byte* arow = row_ptr(a, m0, i2 / r2, i3 / r3);
         const float* ap;
         std::size_t lda;
-        if (a.lay.type == type_id::f32) {
+        if (a.lay.type == type_id::f32 && a.lay.nb[0] == 4) {
             ap = reinterpret_cast<const float*>(arow);
             lda = a.lay.nb[1] / 4;
         } else {

@@ -34,6 +34,7 @@ struct kernel_set {
     simd::kernel_fn<kernels::scale_add_f32> scale_add;
     simd::kernel_fn<kernels::rope_f32> rope;
     simd::kernel_fn<kernels::gemm_f32> gemm;
+    simd::kernel_fn<kernels::gemm_f32_pb> gemm_pb;
     simd::kernel_fn<kernels::dot_f32> dot;
     simd::kernel_fn<kernels::axpy_f32> axpy;
     simd::kernel_fn<kernels::f16_to_f32> f16_to_f32;
@@ -55,6 +56,7 @@ struct kernel_set {
                 simd::kernel_for<kernels::scale_add_f32>(a),
                 simd::kernel_for<kernels::rope_f32>(a),
                 simd::kernel_for<kernels::gemm_f32>(a),
+                simd::kernel_for<kernels::gemm_f32_pb>(a),
                 simd::kernel_for<kernels::dot_f32>(a),
                 simd::kernel_for<kernels::axpy_f32>(a),
                 simd::kernel_for<kernels::f16_to_f32>(a),
