@@ -79,6 +79,36 @@ TEST_CASE("ops: mul_mat f32/f16/bf16 weights, odd sizes, K blocking, batch broad
             }
 }
 
+TEST_CASE("ops: mul_mat f32/f16 weights with strided rows (a permuted view, nb0 > element size)") {
+    // a = permute(leaf [X, K, M]) = [K, M, X] with nb0 = X elements: both GEMM paths
+    // (few and many columns) must gather the rows rather than read them as contiguous.
+    constexpr std::int64_t X = 3, K = 70, M = 37;
+    for (std::int64_t N : {5, 40})
+        for (type_id ta : {type_id::f32, type_id::f16})
+            check("mul_mat strided " + tn(ta) + " weights N" + std::to_string(N),
+                  [&](context& ctx) {
+                      built b;
+                      node* leaf = ctx.new_tensor(ta, {X, K, M, 1});
+                      node* bb = ctx.new_tensor(type_id::f32, {K, N, X, 1});
+                      any_tensor a = permute(any_tensor(leaf), {2, 0, 1, 3});
+                      b.out = mul_mat(a, any_tensor(bb)).get();
+                      b.inputs = {leaf, bb};
+                      b.max_nmse = ta == type_id::f32 ? 1e-7 : 5e-4;
+                      return b;
+                  },
+                  [&](const std::vector<host>& in) {
+                      host o = host::zeros({M, N, X, 1});
+                      for (std::int64_t x = 0; x < X; ++x)
+                          for (std::int64_t n = 0; n < N; ++n)
+                              for (std::int64_t m = 0; m < M; ++m) {
+                                  double s = 0;
+                                  for (std::int64_t k = 0; k < K; ++k) s += in[0].at(x, k, m, 0) * in[1].at(k, n, x, 0);
+                                  o.at(m, n, x, 0) = s;
+                              }
+                      return o;
+                  });
+}
+
 TEST_CASE("ops: rope normal and neox, YaRN parameters, freq factors, partial rotation") {
     for (int mode : {rope_mode_normal, rope_mode_neox})
         for (type_id t : {type_id::f32, type_id::f16})
