@@ -1,12 +1,19 @@
 // Ops at transformer sizes through the graph executor (4096 wide, 512 tokens, 32
 // heads of 128, KV 2048), at 1 and 2 threads, plus the per-node overhead of a graph
 // of 1000 tiny adds.
+//
+// Each op reports bytes_per_second (what it reads + writes) and copy_ratio: that rate
+// over the copy bandwidth measured in this process for the same number of bytes and
+// threads (bench/machine.hpp). A memory-bound op cannot go much past 1: no other
+// implementation (ggml's included) moves its bytes faster than a plain copy does.
 #include <benchmark/benchmark.h>
 
+#include <chrono>
 #include <cmath>
 #include <functional>
 #include <random>
 
+#include "machine.hpp"
 #include "tessera/graph/all.hpp"
 
 namespace {
@@ -34,8 +41,12 @@ void run(benchmark::State& st, const std::function<any_tensor(context&)>& make, 
     g.build_forward_expand(out);
     cpu_executor ex(static_cast<int>(st.range(0)));
     ex.compute(g);
+    const auto t0 = std::chrono::steady_clock::now();
     for (auto _ : st) ex.compute(g);
+    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     st.SetBytesProcessed(static_cast<std::int64_t>(bytes * static_cast<double>(st.iterations())));
+    const double gbs = bytes * static_cast<double>(st.iterations()) / secs / 1e9;
+    st.counters["copy_ratio"] = gbs / tessera_bench::copy_gbs(static_cast<int>(st.range(0)), static_cast<std::size_t>(bytes));
 }
 
 constexpr std::int64_t E = 4096, T = 512, H = 32, D = 128, KV = 2048;
@@ -65,10 +76,10 @@ void bm_soft_max(benchmark::State& st) {
         },
         8.0 * KV * nq * H);
 }
-void bm_rope(benchmark::State& st) {
+void bm_rope(benchmark::State& st) {  // threads, mode (0 normal as llama, 2 neox)
     rope_params p;
     p.n_dims = D;
-    p.mode = rope_mode_neox;
+    p.mode = static_cast<int>(st.range(1));
     run(st, [p](context& c) {
             return rope_ext(any_tensor(c.new_tensor(type_id::f32, {D, H, T, 1})), any_tensor(c.new_tensor(type_id::i32, {T, 1, 1, 1})), any_tensor(), p);
         },
@@ -112,7 +123,7 @@ BENCHMARK(bm_add)->Apply(threads);
 BENCHMARK(bm_mul_bcast)->Apply(threads);
 BENCHMARK(bm_silu)->Apply(threads);
 BENCHMARK(bm_swiglu)->Apply(threads);
-BENCHMARK(bm_rope)->Apply(threads);
+BENCHMARK(bm_rope)->ArgsProduct({{1, 2}, {rope_mode_normal, rope_mode_neox}})->ArgNames({"threads", "mode"})->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(bm_soft_max)->Apply(threads_q);
 BENCHMARK(bm_flash_attn)->Apply(threads_q);
 BENCHMARK(bm_graph_overhead)->Apply(threads);

@@ -1,6 +1,7 @@
 // The machine's own limits, measured in the benchmark process itself so that every
 // benchmark can report a ratio to them: DRAM read bandwidth (streaming well past the
-// L3 cache), cache-resident read bandwidth, and the f32 FMA peak.
+// L3 cache), cache-resident read bandwidth, copy bandwidth at a given footprint, and the
+// f32 FMA peak.
 //
 // The loops are compiled for the widest ISA this CPU has through function target
 // attributes (static functions, so nothing wide leaks into other code).
@@ -15,8 +16,10 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "tessera/simd/cpu.hpp"
@@ -75,6 +78,24 @@ inline double read_sum(const float* p, std::size_t n) {
     if (f.avx512f && f.os_avx512) return read_avx512(p, n);
     if (f.avx2 && f.os_avx) return read_avx2(p, n);
     return read_sse(p, n);
+}
+
+// dst[i] = src[i] for n floats (n a multiple of 64, both 64-byte aligned), ordinary
+// stores: what an op that reads one tensor and writes another of the same size can do
+// at best.
+__attribute__((target("avx512f"))) static inline void copy_avx512(const float* src, float* dst, std::size_t n) {
+    for (std::size_t i = 0; i + 64 <= n; i += 64)
+        for (std::size_t j = 0; j < 64; j += 16) _mm512_store_ps(dst + i + j, _mm512_load_ps(src + i + j));
+}
+__attribute__((target("avx2"))) static inline void copy_avx2(const float* src, float* dst, std::size_t n) {
+    for (std::size_t i = 0; i + 32 <= n; i += 32)
+        for (std::size_t j = 0; j < 32; j += 8) _mm256_store_ps(dst + i + j, _mm256_load_ps(src + i + j));
+}
+inline void copy_floats(const float* src, float* dst, std::size_t n) {
+    const auto& f = tessera::simd::cpu();
+    if (f.avx512f && f.os_avx512) return copy_avx512(src, dst, n);
+    if (f.avx2 && f.os_avx) return copy_avx2(src, dst, n);
+    for (std::size_t i = 0; i + 4 <= n; i += 4) _mm_store_ps(dst + i, _mm_load_ps(src + i));
 }
 
 // `iters` rounds of 12 independent FMA chains; returns the flops done.
@@ -171,6 +192,26 @@ inline double read_bandwidth_gbs(int threads, std::size_t bytes, int reps = 3) {
     return best;
 }
 
+// Copy bandwidth in GB/s (bytes read + bytes written) for `threads` threads each copying
+// its share of a buffer of bytes/2 into another (best of `reps`): the limit of an op that
+// reads and writes `bytes` in all, at that footprint (cache-resident when small).
+inline double copy_bandwidth_gbs(int threads, std::size_t bytes, int reps = 3) {
+    const std::size_t n = std::max<std::size_t>(bytes / 2 / sizeof(float) / 64 * 64, 64 * static_cast<std::size_t>(threads));
+    auto src = detail::alloc_floats(n);
+    auto dst = detail::alloc_floats(n);
+    const std::size_t per = n / static_cast<std::size_t>(threads) / 64 * 64;
+    const int rounds = static_cast<int>(std::max<std::size_t>(1, (std::size_t{256} << 20) / std::max<std::size_t>(bytes, 1)));
+    double best = 0;
+    for (int r = 0; r < reps; ++r) {
+        const double s = detail::timed_parallel(threads, [&](int t) {
+            for (int k = 0; k < rounds; ++k)
+                detail::copy_floats(src.get() + static_cast<std::size_t>(t) * per, dst.get() + static_cast<std::size_t>(t) * per, per);
+        });
+        best = std::max(best, 2.0 * static_cast<double>(per * sizeof(float)) * threads * rounds / s / 1e9);
+    }
+    return best;
+}
+
 // f32 FMA peak in GFLOP/s with `threads` threads.
 inline double fma_peak_gflops_measure(int threads) {
     const std::int64_t iters = 20'000'000;
@@ -193,6 +234,13 @@ inline double dram_read_gbs(int threads) {
     const int k = std::clamp(threads, 1, 2);
     if (cache[k] == 0) cache[k] = read_bandwidth_gbs(k, dram_bytes);
     return cache[k];
+}
+// Cached per process and (threads, bytes).
+inline double copy_gbs(int threads, std::size_t bytes) {
+    static std::map<std::pair<int, std::size_t>, double> cache;
+    double& v = cache[{threads, bytes}];
+    if (v == 0) v = copy_bandwidth_gbs(threads, bytes);
+    return v;
 }
 inline double fma_peak_gflops(int threads) {
     static double cache[3] = {0, 0, 0};

@@ -2,11 +2,15 @@
 //  - softmax_exp_f32: y = exp(x - max), returns the sum of y (in double).
 //  - scale_add_f32:   y = x*s + slope*m (the logits of soft_max with a mask).
 //  - rope_f32:        rotates pairs of x by the angles whose cos/sin are given; pairs are
-//                     (2i, 2i+1) in normal mode and (i, i + n/2) in neox mode.
+//                     (2i, 2i+1) in normal mode and (i, i + n/2) in neox mode. neox: c[i],
+//                     s[i] per pair (n/2 each). normal: per element, so that a vector of
+//                     pairs needs no shuffle of the tables: c[2i] = c[2i+1] = cos, s[2i] =
+//                     -sin, s[2i+1] = sin, and y = x*c + swap_pairs(x)*s.
 #pragma once
 
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
 
 #include "tessera/config.hpp"
 #include "tessera/simd/dispatch.hpp"
@@ -65,29 +69,48 @@ void scale_add_f32(const float* x, float s, const float* m, float slope, float* 
 template <class A>
 void rope_f32(const float* x, float* y, const float* c, const float* s, std::size_t n_dims, bool neox,
               simd::requires_arch<simd::scalar>) {
-    const std::size_t h = n_dims / 2;
     if (neox) {
+        const std::size_t h = n_dims / 2;
         for (std::size_t i = 0; i < h; ++i) {
             const float x0 = x[i], x1 = x[i + h];
             y[i] = x0 * c[i] - x1 * s[i];
             y[i + h] = x0 * s[i] + x1 * c[i];
         }
     } else {
-        for (std::size_t i = 0; i < h; ++i) {
-            const float x0 = x[2 * i], x1 = x[2 * i + 1];
-            y[2 * i] = x0 * c[i] - x1 * s[i];
-            y[2 * i + 1] = x0 * s[i] + x1 * c[i];
+        for (std::size_t i = 0; i + 1 < n_dims; i += 2) {
+            const float x0 = x[i], x1 = x[i + 1];
+            y[i] = x0 * c[i] + x1 * s[i];
+            y[i + 1] = x1 * c[i + 1] + x0 * s[i + 1];
         }
     }
 }
+
+// Lane i of the result is lane i ^ 1 of x.
+struct swap_pairs_index {
+    static constexpr unsigned get(unsigned i, unsigned) { return i ^ 1u; }
+};
+
 template <class A>
 void rope_f32(const float* x, float* y, const float* c, const float* s, std::size_t n_dims, bool neox,
               simd::requires_arch<simd::xsimd_common>) {
-    if (!neox) return rope_f32<A>(x, y, c, s, n_dims, neox, simd::scalar{});
     using B = xsimd::batch<float, typename A::xsimd_arch>;
     constexpr std::size_t w = B::size;
-    const std::size_t h = n_dims / 2;
     std::size_t i = 0;
+    if (!neox) {
+        using U = xsimd::batch<std::uint32_t, typename A::xsimd_arch>;
+        constexpr auto swap = xsimd::make_batch_constant<U, swap_pairs_index>();
+        for (; i + w <= n_dims; i += w) {
+            const B xv = B::load_unaligned(x + i);
+            xsimd::fma(xv, B::load_unaligned(c + i), xsimd::swizzle(xv, swap) * B::load_unaligned(s + i)).store_unaligned(y + i);
+        }
+        for (; i + 1 < n_dims; i += 2) {
+            const float x0 = x[i], x1 = x[i + 1];
+            y[i] = x0 * c[i] + x1 * s[i];
+            y[i + 1] = x1 * c[i + 1] + x0 * s[i + 1];
+        }
+        return;
+    }
+    const std::size_t h = n_dims / 2;
     for (; i + w <= h; i += w) {
         const B x0 = B::load_unaligned(x + i), x1 = B::load_unaligned(x + i + h);
         const B cv = B::load_unaligned(c + i), sv = B::load_unaligned(s + i);

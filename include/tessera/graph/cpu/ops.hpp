@@ -270,7 +270,7 @@ inline scratch_need scratch_for(const node& n) {
             return {f((impl_fa_q_block + 1) * (dk + dv) + 2 * impl_fa_q_block + 64), 0};
         }
         case op_kind::rope:
-        case op_kind::rope_back: return {f(4 * rowf), 0};
+        case op_kind::rope_back: return {f(5 * rowf), 0};  // a and d rows, cos, sin, angle coefficients
         case op_kind::cross_entropy_loss:
             return {f(3 * rowf), detail::align_up(static_cast<std::size_t>(n.src[0]->lay.nrows()) * sizeof(double))};
         case op_kind::mul_mat_id: {
@@ -750,8 +750,11 @@ inline void rope(const node& d, const exec_params& p) {
     const std::int64_t rot = vision ? ne0 : rp.n_dims;  // elements the rotation covers
     float* bufa = reinterpret_cast<float*>(p.scratch);
     float* bufd = bufa + detail::align_up(static_cast<std::size_t>(ne0), 16);
-    float* cs = bufd + detail::align_up(static_cast<std::size_t>(ne0), 16);  // cos[pairs], sin[pairs]
-    float* sn = cs + pairs;
+    // cos and sin tables: per pair (neox-ordered modes) or per element (normal mode)
+    const bool neox = rp.mode != rope_mode_normal;
+    const std::int64_t tab = neox ? pairs : 2 * pairs;
+    float* cs = bufd + detail::align_up(static_cast<std::size_t>(ne0), 16);
+    float* sn = cs + tab;
     // YaRN correction dims
     float corr0 = 0.f, corr1 = 0.f;
     {
@@ -767,6 +770,22 @@ inline void rope(const node& d, const exec_params& p) {
         std::memcpy(&v, pos.bytes() + static_cast<std::size_t>(j) * pos.lay.nb[0], 4);
         return static_cast<float>(v);
     };
+    // Per pair, once: theta = position * coef[i], with coef = base^(-2i/n_dims) / freq_factor
+    // times YaRN's blend of the interpolated (freq_scale) and extrapolated angle, whose
+    // weight (ramp * ext_factor) depends on the pair only; then per position one sincos.
+    float* coef = sn + tab;
+    for (std::int64_t i = 0; i < pairs; ++i) {
+        const std::int64_t ia = multi ? rope_stream(rp, i).second : i;
+        float f = std::pow(rp.freq_base, -2.f * static_cast<float>(ia) / static_cast<float>(rp.n_dims));
+        if (ff) f /= read_scalar(type_id::f32, ff->bytes() + static_cast<std::size_t>(i) * ff->lay.nb[0]);
+        float mix = 0.f;
+        if (rp.ext_factor != 0.f) {
+            const float y = (static_cast<float>(i) - corr0) / std::max(0.001f, corr1 - corr0);
+            mix = (1.f - std::min(1.f, std::max(0.f, y))) * rp.ext_factor;
+        }
+        coef[i] = f * (rp.freq_scale * (1.f - mix) + mix);
+    }
+    const float mscale = rp.attn_factor * (rp.ext_factor != 0.f ? 1.f + 0.1f * std::log(1.f / rp.freq_scale) : 1.f);
     std::int64_t cached = -1;
     const auto [r0, r1] = p.split(d.lay.nrows());
     for (std::int64_t r = r0; r < r1; ++r) {
@@ -776,28 +795,23 @@ inline void rope(const node& d, const exec_params& p) {
             if (multi)
                 for (int st = 1; st < 4; ++st) fpos[st] = position(i2 + st * ne2);
             for (std::int64_t i = 0; i < pairs; ++i) {
-                const auto [st, ia] = multi ? rope_stream(rp, i) : std::pair<int, std::int64_t>{0, i};
-                float theta_extrap = fpos[st] * std::pow(rp.freq_base, -2.f * static_cast<float>(ia) / static_cast<float>(rp.n_dims));
-                if (ff) theta_extrap /= read_scalar(type_id::f32, ff->bytes() + static_cast<std::size_t>(i) * ff->lay.nb[0]);
-                const float theta_interp = rp.freq_scale * theta_extrap;
-                float theta = theta_interp;
-                float mscale = rp.attn_factor;
-                if (rp.ext_factor != 0.f) {
-                    const float y = (static_cast<float>(i) - corr0) / std::max(0.001f, corr1 - corr0);
-                    const float ramp = 1.f - std::min(1.f, std::max(0.f, y));
-                    const float mix = ramp * rp.ext_factor;
-                    theta = theta_interp * (1.f - mix) + theta_extrap * mix;
-                    mscale *= 1.f + 0.1f * std::log(1.f / rp.freq_scale);
+                const float theta = fpos[multi ? rope_stream(rp, i).first : 0] * coef[i];
+                const float c = std::cos(theta) * mscale, s = std::sin(theta) * mscale * sin_sign;
+                if (neox) {
+                    cs[i] = c;
+                    sn[i] = s;
+                } else {  // per element (kernels/softmax.hpp rope_f32)
+                    cs[2 * i] = cs[2 * i + 1] = c;
+                    sn[2 * i] = -s;
+                    sn[2 * i + 1] = s;
                 }
-                cs[i] = std::cos(theta) * mscale;
-                sn[i] = std::sin(theta) * mscale * sin_sign;
             }
             cached = i2;
         }
         const float* x = load_row(k, a, i1, i2, i3, bufa);
         std::byte* drow = row_ptr(d, i1, i2, i3);
         float* z = out_f32(d, drow, bufd);
-        k.rope(x, z, cs, sn, static_cast<std::size_t>(rot), rp.mode != rope_mode_normal);
+        k.rope(x, z, cs, sn, static_cast<std::size_t>(rot), neox);
         for (std::int64_t i = rot; i < ne0; ++i) z[i] = x[i];
         store_f32(k, d.lay.type, drow, d.lay.nb[0], ne0, z);
     }
