@@ -1,6 +1,7 @@
 // Softmax and rope row kernels.
 //  - softmax_exp_f32: y = exp(x - max), returns the sum of y (in double).
-//  - scale_add_f32:   y = x*s + slope*m (the logits of soft_max with a mask).
+//  - scale_add_f32:   y = x*s + slope*m (the logits of soft_max; m may be null), returns
+//                     the largest y (-inf for n = 0; NaNs are not propagated).
 //  - rope_f32:        rotates pairs of x by the angles whose cos/sin are given; pairs are
 //                     (2i, 2i+1) in normal mode and (i, i + n/2) in neox mode. neox: c[i],
 //                     s[i] per pair (n/2 each). normal: per element, so that a vector of
@@ -8,9 +9,11 @@
 //                     -sin, s[2i+1] = sin, and y = x*c + swap_pairs(x)*s.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 
 #include "tessera/config.hpp"
 #include "tessera/simd/dispatch.hpp"
@@ -50,20 +53,45 @@ double softmax_exp_f32(const float* x, float* y, std::size_t n, float max, simd:
 }
 
 template <class A>
-void scale_add_f32(const float* x, float s, const float* m, float slope, float* y, std::size_t n,
-                   simd::requires_arch<simd::scalar>) {
-    for (std::size_t i = 0; i < n; ++i) y[i] = x[i] * s + slope * m[i];
+float scale_add_f32(const float* x, float s, const float* m, float slope, float* y, std::size_t n,
+                    simd::requires_arch<simd::scalar>) {
+    float mx = -std::numeric_limits<float>::infinity();
+    for (std::size_t i = 0; i < n; ++i) {
+        y[i] = m ? x[i] * s + slope * m[i] : x[i] * s;
+        mx = y[i] > mx ? y[i] : mx;
+    }
+    return mx;
 }
 template <class A>
-void scale_add_f32(const float* x, float s, const float* m, float slope, float* y, std::size_t n,
-                   simd::requires_arch<simd::xsimd_common>) {
+float scale_add_f32(const float* x, float s, const float* m, float slope, float* y, std::size_t n,
+                    simd::requires_arch<simd::xsimd_common>) {
     using B = xsimd::batch<float, typename A::xsimd_arch>;
     constexpr std::size_t w = B::size;
     const B vs(s), vp(slope);
+    B vmax(-std::numeric_limits<float>::infinity());
     std::size_t i = 0;
-    for (; i + w <= n; i += w)
-        xsimd::fma(B::load_unaligned(x + i), vs, B::load_unaligned(m + i) * vp).store_unaligned(y + i);
-    for (; i < n; ++i) y[i] = x[i] * s + slope * m[i];
+    if (m) {
+        for (; i + w <= n; i += w) {
+            const B v = xsimd::fma(B::load_unaligned(x + i), vs, B::load_unaligned(m + i) * vp);
+            v.store_unaligned(y + i);
+            vmax = xsimd::max(vmax, v);
+        }
+    } else {
+        for (; i + w <= n; i += w) {
+            const B v = B::load_unaligned(x + i) * vs;
+            v.store_unaligned(y + i);
+            vmax = xsimd::max(vmax, v);
+        }
+    }
+    alignas(64) float lanes[w];
+    vmax.store_aligned(lanes);
+    float mx = lanes[0];
+    for (std::size_t j = 1; j < w; ++j) mx = std::max(mx, lanes[j]);
+    for (; i < n; ++i) {
+        y[i] = m ? x[i] * s + slope * m[i] : x[i] * s;
+        mx = std::max(mx, y[i]);
+    }
+    return mx;
 }
 
 template <class A>
@@ -138,11 +166,11 @@ TESSERA_KERNEL(softmax_exp_f32);
 
 template <class A>
 struct scale_add_f32 {
-    void operator()(const float* x, float s, const float* m, float slope, float* y, std::size_t n) const;
+    float operator()(const float* x, float s, const float* m, float slope, float* y, std::size_t n) const;
 };
 template <class A>
-void scale_add_f32<A>::operator()(const float* x, float s, const float* m, float slope, float* y, std::size_t n) const {
-    detail::scale_add_f32<A>(x, s, m, slope, y, n, A{});
+float scale_add_f32<A>::operator()(const float* x, float s, const float* m, float slope, float* y, std::size_t n) const {
+    return detail::scale_add_f32<A>(x, s, m, slope, y, n, A{});
 }
 TESSERA_KERNEL(scale_add_f32);
 

@@ -693,13 +693,8 @@ inline void soft_max(const node& d, const exec_params& p) {
         const float* x = load_row(k, a, i1, i2, i3, bufa);
         std::byte* drow = row_ptr(d, i1, i2, i3);
         float* z = out_f32(d, drow, bufd);
-        if (mask) {
-            const float* m = load_row(k, *mask, i1, i2 % mask->lay.ne[2], i3 % mask->lay.ne[3], bufm);
-            k.scale_add(x, sp.scale, m, detail::alibi_slope(sp.max_bias, i2, d.lay.ne[2]), z, n);
-        } else {
-            k.scale(x, z, n, sp.scale, 0.f);
-        }
-        float mx = k.max(z, n);
+        const float* m = mask ? load_row(k, *mask, i1, i2 % mask->lay.ne[2], i3 % mask->lay.ne[3], bufm) : nullptr;
+        float mx = k.scale_add(x, sp.scale, m, detail::alibi_slope(sp.max_bias, i2, d.lay.ne[2]), z, n);
         float sink = 0.f;
         if (sinks) {
             sink = read_scalar(type_id::f32, sinks->bytes() + static_cast<std::size_t>(i2) * sinks->lay.nb[0]);
