@@ -22,6 +22,42 @@ double alibi(double max_bias, std::int64_t h, std::int64_t n_head) {
     return h < n_log2 ? std::pow(m0, static_cast<double>(h + 1)) : std::pow(m1, static_cast<double>(2 * (h - n_log2) + 1));
 }
 constexpr double neg_inf = -std::numeric_limits<double>::infinity();
+
+// flash_attn_ext from its definition, in double: q [Dk, n_q, H, ne3], k [Dk, n_kv, Hkv, ne3],
+// v [Dv, n_kv, Hkv, ne3], mask [n_kv, >= n_q, m2, m3] (or null), sinks [H] (or null) ->
+// [Dv, H, n_q, ne3]. A query whose logits are all -inf (and has no sink) gives zeros.
+host flash_attn_reference(const host& Q, const host& K, const host& V, const host* M, const host* S, double scale,
+                          double max_bias, double softcap) {
+    const std::int64_t Dk = Q.ne[0], n_q = Q.ne[1], H = Q.ne[2], ne3 = Q.ne[3], n_kv = K.ne[1], Hkv = K.ne[2], Dv = V.ne[0];
+    host o = host::zeros({Dv, H, n_q, ne3});
+    std::vector<double> s(static_cast<std::size_t>(n_kv));
+    for (std::int64_t i3 = 0; i3 < ne3; ++i3)
+        for (std::int64_t h = 0; h < H; ++h)
+            for (std::int64_t iq = 0; iq < n_q; ++iq) {
+                const std::int64_t hk = h / (H / Hkv), k3 = i3 / (ne3 / K.ne[3]);
+                double mx = neg_inf;
+                for (std::int64_t j = 0; j < n_kv; ++j) {
+                    double d = 0;
+                    for (std::int64_t e = 0; e < Dk; ++e) d += Q.at(e, iq, h, i3) * K.at(e, j, hk, k3);
+                    d *= scale;
+                    if (softcap != 0) d = softcap * std::tanh(d / softcap);
+                    if (M) d += alibi(max_bias, h, H) * M->at(j, iq, h % M->ne[2], i3 % M->ne[3]);
+                    s[static_cast<std::size_t>(j)] = d;
+                    mx = std::max(mx, d);
+                }
+                const double sk = S ? S->v[static_cast<std::size_t>(h)] : neg_inf;
+                mx = std::max(mx, sk);
+                if (mx == neg_inf) continue;
+                double sum = S ? std::exp(sk - mx) : 0.0;
+                for (double& x : s) sum += (x = std::exp(x - mx));
+                for (std::int64_t e = 0; e < Dv; ++e) {
+                    double acc = 0;
+                    for (std::int64_t j = 0; j < n_kv; ++j) acc += s[static_cast<std::size_t>(j)] * V.at(e, j, hk, k3);
+                    o.at(e, h, iq, i3) = acc / sum;
+                }
+            }
+    return o;
+}
 }  // namespace
 
 TEST_CASE("ops: mul_mat f32/f16/bf16 weights, odd sizes, K blocking, batch broadcast, strided b") {
@@ -448,37 +484,61 @@ TEST_CASE("ops: flash_attn_ext f32/f16 K/V, mask, GQA, ALiBi, softcap, sinks") {
                                       return b;
                                   },
                                   [&](const std::vector<host>& in) {
-                                      const host &Q = in[0], &K = in[1], &V = in[2];
-                                      const host* M = mask ? &in[3] : nullptr;
-                                      const host* S = sinks ? &in[mask ? 4 : 3] : nullptr;
-                                      host o = host::zeros({c.D, c.H, c.n_q, c.ne3});
-                                      for (std::int64_t i3 = 0; i3 < c.ne3; ++i3)
-                                          for (std::int64_t h = 0; h < c.H; ++h)
-                                              for (std::int64_t iq = 0; iq < c.n_q; ++iq) {
-                                                  const std::int64_t hk = h / (c.H / c.Hkv);
-                                                  std::vector<double> s(static_cast<std::size_t>(c.n_kv));
-                                                  double mx = neg_inf;
-                                                  for (std::int64_t j = 0; j < c.n_kv; ++j) {
-                                                      double d = 0;
-                                                      for (std::int64_t e = 0; e < c.D; ++e) d += Q.at(e, iq, h, i3) * K.at(e, j, hk, i3);
-                                                      d *= scale;
-                                                      if (softcap != 0) d = softcap * std::tanh(d / softcap);
-                                                      if (M) d += alibi(max_bias, h, c.H) * M->at(j, iq, 0, 0);
-                                                      s[static_cast<std::size_t>(j)] = d;
-                                                      mx = std::max(mx, d);
-                                                  }
-                                                  if (S) mx = std::max(mx, S->v[static_cast<std::size_t>(h)]);
-                                                  double sum = S ? std::exp(S->v[static_cast<std::size_t>(h)] - mx) : 0.0;
-                                                  for (double& x : s) sum += (x = std::exp(x - mx));
-                                                  for (std::int64_t e = 0; e < c.D; ++e) {
-                                                      double acc = 0;
-                                                      for (std::int64_t j = 0; j < c.n_kv; ++j) acc += s[static_cast<std::size_t>(j)] * V.at(e, j, hk, i3);
-                                                      o.at(e, h, iq, i3) = acc / sum;
-                                                  }
-                                              }
-                                      return o;
+                                      return flash_attn_reference(in[0], in[1], in[2], mask ? &in[3] : nullptr,
+                                                                  sinks ? &in[mask ? 4 : 3] : nullptr, scale, max_bias, softcap);
                                   });
                         }
+}
+
+TEST_CASE("ops: flash_attn_ext tiled path: tile edges, causal and fully masked blocks, Dk != Dv, bf16 and quantized K/V") {
+    // n_q >= fa_tile_min_q runs the tiled kernel (fa_tile_q = 96 queries, fa_tile_kv = 128 KV rows)
+    struct fa {
+        std::int64_t Dk, Dv, n_q, H, Hkv, n_kv, ne3;
+        int mask;  // 0 none, 1 random, 2 causal (KV j visible to query i when j <= i + n_kv - n_q), 3 causal with empty rows
+    };
+    const fa cases[] = {{64, 64, 100, 2, 1, 300, 1, 2}, {80, 48, 9, 2, 2, 129, 1, 1}, {36, 36, 97, 1, 1, 128, 2, 3},
+                        {128, 128, 40, 4, 2, 200, 1, 0}, {64, 64, 200, 1, 1, 64, 1, 2}};
+    for (const auto& c : cases)
+        for (type_id kt : {type_id::f32, type_id::f16, type_id::bf16, type_id::q8_0, type_id::q4_0})
+            for (bool sinks : {false, true}) {
+                if (is_quantized(kt) && (c.Dk % 32 || c.Dv % 32)) continue;
+                const float scale = 1.f / std::sqrt(static_cast<float>(c.Dk));
+                const float max_bias = c.mask == 1 ? 8.f : 0.f, softcap = c.mask == 0 ? 20.f : 0.f;
+                check("flash_attn_ext tiled Dk" + std::to_string(c.Dk) + " Dv" + std::to_string(c.Dv) + " q" + std::to_string(c.n_q) + " H" +
+                          std::to_string(c.H) + "/" + std::to_string(c.Hkv) + " kv" + std::to_string(c.n_kv) + " ne3 " + std::to_string(c.ne3) +
+                          " " + tn(kt) + " mask " + std::to_string(c.mask) + (sinks ? " sinks" : ""),
+                      [&](context& ctx) {
+                          built b;
+                          node* q = ctx.new_tensor(type_id::f32, {c.Dk, c.n_q, c.H, c.ne3});
+                          node* k = ctx.new_tensor(kt, {c.Dk, c.n_kv, c.Hkv, c.ne3});
+                          node* v = ctx.new_tensor(kt, {c.Dv, c.n_kv, c.Hkv, c.ne3});
+                          node* m = c.mask ? ctx.new_tensor(type_id::f16, {c.n_kv, c.n_q + 1, 1, c.ne3}) : nullptr;
+                          any_tensor r = flash_attn_ext(any_tensor(q), any_tensor(k), any_tensor(v), any_tensor(m), scale, max_bias, softcap);
+                          node* sk = sinks ? ctx.new_tensor(type_id::f32, {c.H, 1, 1, 1}) : nullptr;
+                          if (sk) flash_attn_ext_add_sinks(r.as<float, 4>(), tensor<float, 1>(sk));
+                          b.out = r.get();
+                          b.inputs = {q, k, v};
+                          if (m) b.inputs.push_back(m);
+                          if (sk) b.inputs.push_back(sk);
+                          if (c.mask >= 2)
+                              b.init.push_back({m, [&c](node* t, std::mt19937&) {
+                                                    const std::int64_t off = c.n_kv - c.n_q;
+                                                    for (std::int64_t i3 = 0; i3 < t->lay.ne[3]; ++i3)
+                                                        for (std::int64_t i = 0; i < t->lay.ne[1]; ++i)
+                                                            for (std::int64_t j = 0; j < t->lay.ne[0]; ++j) {
+                                                                // mode 3: every 7th query sees nothing
+                                                                const bool on = j <= i + off && !(c.mask == 3 && i % 7 == 3);
+                                                                write_elem(t->lay.type, t->data + t->lay.offset_of(j, i, 0, i3), on ? 0.0 : neg_inf);
+                                                            }
+                                                }});
+                          b.max_nmse = kt == type_id::f32 ? 1e-7 : 5e-4;
+                          return b;
+                      },
+                      [&](const std::vector<host>& in) {
+                          return flash_attn_reference(in[0], in[1], in[2], c.mask ? &in[3] : nullptr, sinks ? &in[c.mask ? 4 : 3] : nullptr,
+                                                      scale, max_bias, softcap);
+                      });
+            }
 }
 
 TEST_CASE("ops: get_rows from float and i32 tensors, batched, view indices") {

@@ -184,8 +184,9 @@ inline std::string unsupported_reason(const node& n) {
         case op_kind::flash_attn_ext: {
             const node* k = n.src[1];
             const node* v = n.src[2];
-            if (is_float(k->lay.type) && is_float(v->lay.type)) return {};
-            return "flash_attn_ext with " + tn(k->lay.type) + " K / " + tn(v->lay.type) + " V";
+            const auto readable = [](type_id x) { return is_float(x) || quant::can_dequantize(x); };
+            if (readable(k->lay.type) && readable(v->lay.type)) return {};
+            return "flash_attn_ext with " + tn(k->lay.type) + " K / " + tn(v->lay.type) + " V (no dequantizer)";
         }
         case op_kind::add1:
         case op_kind::acc:
@@ -212,6 +213,35 @@ struct scratch_need {
 
 inline constexpr std::int64_t mul_mat_chunk = 64;
 inline constexpr std::int64_t impl_fa_q_block = 16;  // weight rows converted to f32 at a time
+
+// Tiled flash attention (impl::flash_attn_tiled): queries of one head in blocks of
+// fa_tile_q (a multiple of every arch's GEMM MR and NR), KV rows in blocks of fa_tile_kv;
+// from fa_tile_min_q queries on (fewer go row by row).
+inline constexpr std::int64_t fa_tile_q = 96, fa_tile_kv = 128, fa_tile_min_q = 8;
+// Per-thread scratch of the tiled path, byte offsets (64-byte aligned).
+struct fa_tile_scratch {
+    std::size_t qpack, vpack, s, mask, ot, tt, stats, kbuf, row, work, total;
+};
+inline fa_tile_scratch fa_tile_plan(std::int64_t Dk, std::int64_t Dv) {
+    const auto bytes = [](std::size_t floats) { return detail::align_up(floats * 4); };
+    const auto dk = static_cast<std::size_t>(Dk), dv = static_cast<std::size_t>(Dv);
+    constexpr auto bq = static_cast<std::size_t>(fa_tile_q), bk = static_cast<std::size_t>(fa_tile_kv);
+    fa_tile_scratch t{};
+    std::size_t at = 0;
+    const auto take = [&](std::size_t n) { const std::size_t o = at; at += n; return o; };
+    t.qpack = take(bytes(kernels::fgemm_packed_b_floats_max(bq, dk)));  // the block's queries as GEMM panels
+    t.vpack = take(bytes(kernels::fgemm_packed_b_floats_max(dv, bk)));  // a KV block of V as GEMM panels
+    t.s = take(bytes(bq * bk));                                         // scores, then probabilities
+    t.mask = take(bytes(bq * bk));                                      // the mask tile as f32
+    t.ot = take(bytes(dv * bq));                                        // output accumulator, [Dv][query]
+    t.tt = take(bytes(dv * bq));                                        // this block's P V, [Dv][query]
+    t.stats = take(bytes(3 * bq));                                      // running max, sum, rescale factor
+    t.kbuf = take(bytes(bk * dk));                                      // K rows converted to f32 when needed
+    t.row = take(bytes(std::max(dk, dv)));                              // one converted q or V row
+    t.work = take(bytes(kernels::fgemm_work_floats));                   // gemm_f32_pb's packing space
+    t.total = at;
+    return t;
+}
 
 inline bool mul_mat_b_direct(const node& b) {
     return b.lay.type == type_id::f32 && b.lay.nb[0] == 4;
@@ -267,7 +297,9 @@ inline scratch_need scratch_for(const node& n) {
         }
         case op_kind::flash_attn_ext: {
             const std::int64_t dk = n.src[0]->lay.ne[0] + 16, dv = n.src[2]->lay.ne[0] + 16;
-            return {f((impl_fa_q_block + 1) * (dk + dv) + 2 * impl_fa_q_block + 64), 0};
+            const std::size_t rows = f((impl_fa_q_block + 1) * (dk + dv) + 2 * impl_fa_q_block + 64);
+            if (n.src[0]->lay.ne[1] < fa_tile_min_q) return {rows, 0};
+            return {std::max(rows, fa_tile_plan(n.src[0]->lay.ne[0], n.src[2]->lay.ne[0]).total), 0};
         }
         case op_kind::rope:
         case op_kind::rope_back: return {f(5 * rowf), 0};  // a and d rows, cos, sin, angle coefficients
@@ -1055,7 +1087,157 @@ inline void mul_mat(const node& d, const exec_params& p) {
 
 inline constexpr std::int64_t fa_q_block = impl_fa_q_block;  // queries that share one conversion of each K/V row
 
+// f32 rows [r0, r0 + n) of a K or V node (row r at (r, i2, i3)) for kernels that need
+// them: float rows are converted (or gathered), block rows dequantized.
+inline const float* fa_row(const kernel_set& k, const node& t, std::int64_t r, std::int64_t i2, std::int64_t i3, float* buf) {
+    if (detail::is_float(t.lay.type)) return load_row(k, t, r, i2, i3, buf);
+    quant::dequantize_row(t.lay.type, row_ptr(t, r, i2, i3), buf, t.lay.ne[0]);
+    return buf;
+}
+
+// Flash attention for many queries, in the shape of two GEMMs per tile. For a block of up
+// to fa_tile_q queries of one head and each block of up to fa_tile_kv KV rows:
+//   S = K_blk Q^T             gemm_f32_pb: K rows packed by the kernel (f16/bf16 converted),
+//                             Q packed once per query block into column panels
+//   per query row: logits = scale*S (or softcap*tanh(scale*S/softcap)) + slope*mask, the
+//                  running max and sum of the online softmax, P = exp(logits - max)
+//   O^T = O^T * rescale + (P V_blk)^T     gemm_f32_pb with V's rows as the column panels
+//                                         ([kv][dv] is already the panel order)
+// KV blocks where the mask is -inf for every query of the block are skipped (causal masks).
+inline void flash_attn_tiled(const node& d, const exec_params& p) {
+    const node& q = *d.src[0];
+    const node& kk = *d.src[1];
+    const node& v = *d.src[2];
+    const node* mask = d.src[3];
+    const node* sinks = d.src[4];
+    const auto& k = *p.k;
+    const auto& fp = d.param<flash_attn_params>();
+    const std::int64_t Dk = q.lay.ne[0], Dv = v.lay.ne[0], n_q = q.lay.ne[1], H = q.lay.ne[2], n_kv = kk.lay.ne[1];
+    const std::int64_t rk2 = H / kk.lay.ne[2], rk3 = q.lay.ne[3] / kk.lay.ne[3];
+    const fa_tile_scratch L = fa_tile_plan(Dk, Dv);
+    const auto buf = [&](std::size_t off) { return reinterpret_cast<float*>(p.scratch + off); };
+    float *qpack = buf(L.qpack), *vpack = buf(L.vpack), *S = buf(L.s), *Mt = buf(L.mask), *Ot = buf(L.ot), *Tt = buf(L.tt);
+    float *rmax = buf(L.stats), *rsum = rmax + fa_tile_q, *rfac = rsum + fa_tile_q, *kbuf = buf(L.kbuf), *row = buf(L.row);
+    float* work = buf(L.work);
+    const std::size_t nr = kernels::fgemm_nr(k.arch);
+    const auto ab = [](type_id t) {
+        return t == type_id::f16 ? kernels::detail::gemm_a_type::f16
+               : t == type_id::bf16 ? kernels::detail::gemm_a_type::bf16 : kernels::detail::gemm_a_type::f32;
+    };
+    // K rows go to the kernel as they are when it can read them (contiguous f32/f16/bf16)
+    const bool k_direct = detail::is_float(kk.lay.type) && kk.lay.nb[0] == static_cast<std::size_t>(type_size(kk.lay.type));
+    constexpr float ninf = -std::numeric_limits<float>::infinity();
+    const std::int64_t n_blocks = (n_q + fa_tile_q - 1) / fa_tile_q;
+    const auto [w0, w1] = p.split(n_blocks * H * q.lay.ne[3]);
+    for (std::int64_t w = w0; w < w1; ++w) {
+        const std::int64_t blk = w % n_blocks, h = (w / n_blocks) % H, i3 = w / n_blocks / H;
+        const std::int64_t q0 = blk * fa_tile_q, nq = std::min(fa_tile_q, n_q - q0);
+        const std::int64_t ik2 = h / rk2, ik3 = i3 / rk3;
+        const float slope = detail::alibi_slope(fp.max_bias, h, H);
+        for (std::size_t pn = 0; pn * nr < static_cast<std::size_t>(nq); ++pn)
+            kernels::gemm_f32_pack_b_panel(nr, std::min(nr, static_cast<std::size_t>(nq) - pn * nr), static_cast<std::size_t>(Dk),
+                                           [&](std::size_t j) { return load_row(k, q, q0 + static_cast<std::int64_t>(pn * nr + j), h, i3, row); },
+                                           qpack + pn * nr * static_cast<std::size_t>(Dk));
+        std::fill(Ot, Ot + Dv * fa_tile_q, 0.f);
+        std::fill(rmax, rmax + nq, ninf);
+        std::fill(rsum, rsum + nq, 0.f);
+        for (std::int64_t kv0 = 0; kv0 < n_kv; kv0 += fa_tile_kv) {
+            const std::int64_t kl = std::min(fa_tile_kv, n_kv - kv0);
+            // the mask tile; a block masked out for every query is skipped
+            bool any = !mask;
+            if (mask)
+                for (std::int64_t b = 0; b < nq; ++b) {
+                    const std::byte* mr = row_ptr(*mask, q0 + b, h % mask->lay.ne[2], i3 % mask->lay.ne[3]) +
+                                          static_cast<std::size_t>(kv0) * mask->lay.nb[0];
+                    float* mt = Mt + b * fa_tile_kv;
+                    const float* src = load_f32(k, mask->lay.type, mr, mask->lay.nb[0], kl, mt);
+                    if (src != mt) std::copy(src, src + kl, mt);
+                    for (std::int64_t j = 0; j < kl && !any; ++j) any = mt[j] != ninf;
+                }
+            if (!any) continue;
+            // S = K_blk Q^T: S[b * fa_tile_kv + j] = k_j . q_b
+            const std::byte* kp;
+            std::size_t kld;
+            auto kt = kernels::detail::gemm_a_type::f32;
+            if (k_direct) {
+                kp = row_ptr(kk, kv0, ik2, ik3);
+                kld = kk.lay.nb[1];
+                kt = ab(kk.lay.type);
+            } else {
+                for (std::int64_t j = 0; j < kl; ++j) {
+                    float* dst = kbuf + j * Dk;
+                    const float* src = fa_row(k, kk, kv0 + j, ik2, ik3, dst);
+                    if (src != dst) std::copy(src, src + Dk, dst);
+                }
+                kp = reinterpret_cast<const std::byte*>(kbuf);
+                kld = static_cast<std::size_t>(Dk) * 4;
+            }
+            k.gemm_pb(kt, kp, kld, qpack, S, fa_tile_kv, static_cast<std::size_t>(kl), static_cast<std::size_t>(nq),
+                      static_cast<std::size_t>(Dk), work);
+            // online softmax per query row; P overwrites S
+            for (std::int64_t b = 0; b < nq; ++b) {
+                float* z = S + b * fa_tile_kv;
+                const float* m = mask ? Mt + b * fa_tile_kv : nullptr;
+                const auto n = static_cast<std::size_t>(kl);
+                float mx;
+                if (fp.logit_softcap != 0.f) {
+                    k.scale(z, z, n, fp.scale / fp.logit_softcap, 0.f);
+                    k.unary(kernels::unary_kind::tanh, z, z, n, 0.f, 0.f);
+                    mx = k.scale_add(z, fp.logit_softcap, m, slope, z, n);
+                } else {
+                    mx = k.scale_add(z, fp.scale, m, slope, z, n);
+                }
+                const float m_new = std::max(rmax[b], mx);
+                if (m_new == ninf) {  // nothing unmasked for this query yet
+                    std::fill(z, z + n, 0.f);
+                    rfac[b] = 1.f;
+                    continue;
+                }
+                const double sum = k.softmax_exp(z, z, n, m_new);
+                rfac[b] = std::exp(rmax[b] - m_new);
+                rsum[b] = rsum[b] * rfac[b] + static_cast<float>(sum);
+                rmax[b] = m_new;
+            }
+            // V_blk as column panels: vpack[panel][j][c] = v_j[panel * nr + c]
+            const auto dv = static_cast<std::size_t>(Dv);
+            for (std::int64_t j = 0; j < kl; ++j) {
+                const float* vr = fa_row(k, v, kv0 + j, ik2, ik3, row);
+                for (std::size_t pn = 0; pn * nr < dv; ++pn) {
+                    float* dst = vpack + (pn * static_cast<std::size_t>(kl) + static_cast<std::size_t>(j)) * nr;
+                    const std::size_t c = std::min(nr, dv - pn * nr);
+                    std::copy(vr + pn * nr, vr + pn * nr + c, dst);
+                    std::fill(dst + c, dst + nr, 0.f);
+                }
+            }
+            // Tt[e * fa_tile_q + b] = sum_j P[b][j] v_j[e]; then O^T = O^T * rescale + Tt
+            k.gemm_pb(kernels::detail::gemm_a_type::f32, reinterpret_cast<const std::byte*>(S), fa_tile_kv * 4, vpack, Tt, fa_tile_q,
+                      static_cast<std::size_t>(nq), static_cast<std::size_t>(Dv), static_cast<std::size_t>(kl), work);
+            for (std::int64_t e = 0; e < Dv; ++e) {
+                float* o = Ot + e * fa_tile_q;
+                const float* t = Tt + e * fa_tile_q;
+                for (std::int64_t b = 0; b < nq; ++b) o[b] = o[b] * rfac[b] + t[b];
+            }
+        }
+        for (std::int64_t b = 0; b < nq; ++b) {
+            float sum = rsum[b], f = 1.f;
+            if (sinks) {  // one more logit per head, in the max and the sum only
+                const float sk = read_scalar(type_id::f32, sinks->bytes() + static_cast<std::size_t>(h) * sinks->lay.nb[0]);
+                if (sk > rmax[b]) {
+                    f = std::exp(rmax[b] - sk);
+                    sum = sum * f + 1.f;
+                } else {
+                    sum += std::exp(sk - rmax[b]);
+                }
+            }
+            const float inv = sum > 0 ? f / sum : 0.f;
+            float* o = reinterpret_cast<float*>(row_ptr(d, h, q0 + b, i3));
+            for (std::int64_t e = 0; e < Dv; ++e) o[e] = Ot[e * fa_tile_q + b] * inv;
+        }
+    }
+}
+
 inline void flash_attn_ext(const node& d, const exec_params& p) {
+    if (d.src[0]->lay.ne[1] >= fa_tile_min_q) return flash_attn_tiled(d, p);
     const node& q = *d.src[0];
     const node& kk = *d.src[1];
     const node& v = *d.src[2];
@@ -1097,8 +1279,8 @@ inline void flash_attn_ext(const node& d, const exec_params& p) {
                 const float mv = mrow[b] ? read_scalar(mask->lay.type, mrow[b] + static_cast<std::size_t>(j) * mask->lay.nb[0]) : 0.f;
                 if (mv == ninf) continue;
                 if (!kr) {
-                    kr = load_row(k, kk, j, ik2, ik3, kb);
-                    vr = load_row(k, v, j, ik2, ik3, vb);
+                    kr = fa_row(k, kk, j, ik2, ik3, kb);
+                    vr = fa_row(k, v, j, ik2, ik3, vb);
                 }
                 float s = k.dot(qr[b], kr, static_cast<std::size_t>(Dk)) * fp.scale;
                 if (fp.logit_softcap != 0.f) s = fp.logit_softcap * std::tanh(s / fp.logit_softcap);
