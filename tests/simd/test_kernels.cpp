@@ -64,6 +64,36 @@ TEST_CASE("axpy_f32 matches the scalar reference within one rounding of each ter
     }
 }
 
+TEST_CASE("dot_f16_f32 and axpy_f16_f32 (f16 x) match double references for every arch and length") {
+    for (auto a : simd::available_archs()) {
+        const auto dot = simd::kernel_for<kernels::dot_f16_f32>(a);
+        const auto axpy = simd::kernel_for<kernels::axpy_f16_f32>(a);
+        for (std::size_t n : {0, 1, 3, 7, 8, 9, 15, 16, 17, 24, 33, 64, 127, 128, 129, 1031}) {
+            const auto xf = random_floats(n, 3 + static_cast<unsigned>(n), -4.f, 4.f);
+            const auto y = random_floats(n, 500 + static_cast<unsigned>(n));
+            std::vector<f16> x(n);
+            for (std::size_t i = 0; i < n; ++i) x[i] = f16::from_float(xf[i]);
+            double ref = 0, mag = 0;
+            for (std::size_t i = 0; i < n; ++i) {
+                const double t = static_cast<double>(x[i].to_float()) * y[i];
+                ref += t;
+                mag += std::fabs(t);
+            }
+            CAPTURE(arch_str(a));
+            CAPTURE(n);
+            CHECK(std::fabs(dot(x.data(), y.data(), n) - ref) <= 1e-6 * mag + 1e-30);
+            auto z = random_floats(n, 900 + static_cast<unsigned>(n));
+            const auto z0 = z;
+            const float alpha = -1.25f;
+            axpy(alpha, x.data(), z.data(), n);
+            for (std::size_t i = 0; i < n; ++i) {
+                const double t = static_cast<double>(alpha) * x[i].to_float();
+                REQUIRE(std::fabs(z[i] - (z0[i] + t)) <= 1.2e-7 * (std::fabs(static_cast<double>(z0[i])) + std::fabs(t)));
+            }
+        }
+    }
+}
+
 TEST_CASE("f16 row conversions are bit-exact with the scalar conversion for every arch") {
     // all 65536 f16 patterns (f16 -> f32), then the f32 images of all of them plus
     // random f32 and the midpoints (f32 -> f16); odd lengths exercise the tails.

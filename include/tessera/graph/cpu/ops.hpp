@@ -212,7 +212,7 @@ struct scratch_need {
 };
 
 inline constexpr std::int64_t mul_mat_chunk = 64;
-inline constexpr std::int64_t impl_fa_q_block = 16;  // weight rows converted to f32 at a time
+inline constexpr std::int64_t impl_fa_q_block = 16;  // (query, head) rows of flash_attn_rows per work item
 
 // Tiled flash attention (impl::flash_attn_tiled): queries of one head in blocks of
 // fa_tile_q (a multiple of every arch's GEMM MR and NR), KV rows in blocks of fa_tile_kv;
@@ -222,6 +222,27 @@ inline constexpr std::int64_t fa_tile_q = 96, fa_tile_kv = 128, fa_tile_min_q = 
 struct fa_tile_scratch {
     std::size_t qpack, vpack, s, mask, ot, tt, stats, kbuf, row, work, total;
 };
+// Per-thread scratch of the few-query path (impl::flash_attn_rows), byte offsets.
+struct fa_rows_scratch {
+    std::size_t q, acc, k, v, z, mask, stats, total;
+};
+inline fa_rows_scratch fa_rows_plan(std::int64_t Dk, std::int64_t Dv) {
+    const auto bytes = [](std::size_t floats) { return detail::align_up(floats * 4); };
+    const std::size_t dk = detail::align_up(static_cast<std::size_t>(Dk), 16), dv = detail::align_up(static_cast<std::size_t>(Dv), 16);
+    constexpr auto rows = static_cast<std::size_t>(impl_fa_q_block), bk = static_cast<std::size_t>(fa_tile_kv);
+    fa_rows_scratch t{};
+    std::size_t at = 0;
+    const auto take = [&](std::size_t n) { const std::size_t o = at; at += n; return o; };
+    t.q = take(bytes(rows * dk));     // the rows' queries as f32
+    t.acc = take(bytes(rows * dv));   // their output accumulators
+    t.k = take(bytes(dk));            // one K row as f32 (when not f32 already)
+    t.v = take(bytes(dv));            // one V row
+    t.z = take(bytes(rows * bk));     // the rows' scores, then probabilities
+    t.mask = take(bytes(rows * bk));  // the mask tile as f32
+    t.stats = take(bytes(3 * rows));  // running max, sum, ALiBi slope per row
+    t.total = at;
+    return t;
+}
 inline fa_tile_scratch fa_tile_plan(std::int64_t Dk, std::int64_t Dv) {
     const auto bytes = [](std::size_t floats) { return detail::align_up(floats * 4); };
     const auto dk = static_cast<std::size_t>(Dk), dv = static_cast<std::size_t>(Dv);
@@ -296,10 +317,8 @@ inline scratch_need scratch_for(const node& n) {
             return s;
         }
         case op_kind::flash_attn_ext: {
-            const std::int64_t dk = n.src[0]->lay.ne[0] + 16, dv = n.src[2]->lay.ne[0] + 16;
-            const std::size_t rows = f((impl_fa_q_block + 1) * (dk + dv) + 2 * impl_fa_q_block + 64);
-            if (n.src[0]->lay.ne[1] < fa_tile_min_q) return {rows, 0};
-            return {std::max(rows, fa_tile_plan(n.src[0]->lay.ne[0], n.src[2]->lay.ne[0]).total), 0};
+            const std::int64_t dk = n.src[0]->lay.ne[0], dv = n.src[2]->lay.ne[0];
+            return {n.src[0]->lay.ne[1] < fa_tile_min_q ? fa_rows_plan(dk, dv).total : fa_tile_plan(dk, dv).total, 0};
         }
         case op_kind::rope:
         case op_kind::rope_back: return {f(5 * rowf), 0};  // a and d rows, cos, sin, angle coefficients
@@ -1085,7 +1104,7 @@ inline void mul_mat(const node& d, const exec_params& p) {
     }
 }
 
-inline constexpr std::int64_t fa_q_block = impl_fa_q_block;  // queries that share one conversion of each K/V row
+inline constexpr std::int64_t fa_q_block = impl_fa_q_block;  // rows that share one conversion of each K/V block
 
 // f32 rows [r0, r0 + n) of a K or V node (row r at (r, i2, i3)) for kernels that need
 // them: float rows are converted (or gathered), block rows dequantized.
@@ -1236,8 +1255,12 @@ inline void flash_attn_tiled(const node& d, const exec_params& p) {
     }
 }
 
-inline void flash_attn_ext(const node& d, const exec_params& p) {
-    if (d.src[0]->lay.ne[1] >= fa_tile_min_q) return flash_attn_tiled(d, p);
+// Flash attention for a few queries (decoding): the rows of one work item are up to
+// fa_q_block (query, head) pairs that read the same KV head (GQA heads share it), so each
+// K/V row is converted to f32 once (into a buffer that stays in L1) for all of them. Per
+// block of fa_tile_kv KV rows: the scores are dot products, the online softmax runs on
+// the block with the vector kernels, and the outputs accumulate axpys of the V rows.
+inline void flash_attn_rows(const node& d, const exec_params& p) {
     const node& q = *d.src[0];
     const node& kk = *d.src[1];
     const node& v = *d.src[2];
@@ -1247,74 +1270,112 @@ inline void flash_attn_ext(const node& d, const exec_params& p) {
     const auto& fp = d.param<flash_attn_params>();
     const std::int64_t Dk = q.lay.ne[0], Dv = v.lay.ne[0], n_q = q.lay.ne[1], H = q.lay.ne[2], n_kv = kk.lay.ne[1];
     const std::int64_t rk2 = H / kk.lay.ne[2], rk3 = q.lay.ne[3] / kk.lay.ne[3];
+    const fa_rows_scratch L = fa_rows_plan(Dk, Dv);
+    const auto buf = [&](std::size_t off) { return reinterpret_cast<float*>(p.scratch + off); };
+    float *qb = buf(L.q), *acc = buf(L.acc), *kb = buf(L.k), *vb = buf(L.v), *z = buf(L.z), *Mt = buf(L.mask);
+    float *rmax = buf(L.stats), *rsum = rmax + fa_q_block, *slope = rsum + fa_q_block;
     const auto rdk = static_cast<std::int64_t>(detail::align_up(static_cast<std::size_t>(Dk), 16));
     const auto rdv = static_cast<std::int64_t>(detail::align_up(static_cast<std::size_t>(Dv), 16));
-    float* acc = reinterpret_cast<float*>(p.scratch);     // [fa_q_block][rdv]
-    float* qb = acc + fa_q_block * rdv;                    // [fa_q_block][rdk]
-    float* kb = qb + fa_q_block * rdk;                     // [rdk]
-    float* vb = kb + rdk;                                  // [rdv]
-    float* M = vb + rdv;                                   // [fa_q_block]
-    float* S = M + fa_q_block;                             // [fa_q_block]
-    const std::int64_t n_blocks = (n_q + fa_q_block - 1) / fa_q_block;
-    const auto [w0, w1] = p.split(n_blocks * H * q.lay.ne[3]);
+    const bool k_f16 = kk.lay.type == type_id::f16 && kk.lay.nb[0] == 2, v_f16 = v.lay.type == type_id::f16 && v.lay.nb[0] == 2;
     constexpr float ninf = -std::numeric_limits<float>::infinity();
+    // items: (chunk of the rk2 * n_q (head, query) rows of one KV head, KV head, i3)
+    const std::int64_t per_kv = rk2 * n_q, chunks = (per_kv + fa_q_block - 1) / fa_q_block;
+    const auto [w0, w1] = p.split(chunks * kk.lay.ne[2] * q.lay.ne[3]);
+    std::int64_t hs[fa_q_block], qs[fa_q_block];
     for (std::int64_t w = w0; w < w1; ++w) {
-        const std::int64_t blk = w % n_blocks, iq2 = (w / n_blocks) % H, iq3 = w / n_blocks / H;
-        const std::int64_t q0 = blk * fa_q_block, nb = std::min(fa_q_block, n_q - q0);
-        const std::int64_t ik2 = iq2 / rk2, ik3 = iq3 / rk3;
-        const float slope = detail::alibi_slope(fp.max_bias, iq2, H);
-        const float* qr[fa_q_block];
-        const std::byte* mrow[fa_q_block];
+        const std::int64_t ch = w % chunks, ik2 = (w / chunks) % kk.lay.ne[2], i3 = w / chunks / kk.lay.ne[2];
+        const std::int64_t r0 = ch * fa_q_block, nb = std::min(fa_q_block, per_kv - r0), ik3 = i3 / rk3;
         for (std::int64_t b = 0; b < nb; ++b) {
-            qr[b] = load_row(k, q, q0 + b, iq2, iq3, qb + b * rdk);
-            mrow[b] = mask ? row_ptr(*mask, q0 + b, iq2 % mask->lay.ne[2], iq3 % mask->lay.ne[3]) : nullptr;
+            hs[b] = ik2 * rk2 + (r0 + b) / n_q;
+            qs[b] = (r0 + b) % n_q;
+            float* qr = qb + b * rdk;
+            const float* src = load_row(k, q, qs[b], hs[b], i3, qr);
+            if (src != qr) std::copy(src, src + Dk, qr);
             std::fill(acc + b * rdv, acc + b * rdv + Dv, 0.f);
-            M[b] = ninf;
-            S[b] = 0.f;
+            rmax[b] = ninf;
+            rsum[b] = 0.f;
+            slope[b] = detail::alibi_slope(fp.max_bias, hs[b], H);
         }
-        for (std::int64_t j = 0; j < n_kv; ++j) {
-            const float* kr = nullptr;
-            const float* vr = nullptr;
+        for (std::int64_t kv0 = 0; kv0 < n_kv; kv0 += fa_tile_kv) {
+            const std::int64_t kl = std::min(fa_tile_kv, n_kv - kv0);
+            const auto n = static_cast<std::size_t>(kl);
+            bool any = !mask;
+            if (mask)
+                for (std::int64_t b = 0; b < nb; ++b) {
+                    const std::byte* mr = row_ptr(*mask, qs[b], hs[b] % mask->lay.ne[2], i3 % mask->lay.ne[3]) +
+                                          static_cast<std::size_t>(kv0) * mask->lay.nb[0];
+                    float* mt = Mt + b * fa_tile_kv;
+                    const float* src = load_f32(k, mask->lay.type, mr, mask->lay.nb[0], kl, mt);
+                    if (src != mt) std::copy(src, src + kl, mt);
+                    for (std::int64_t j = 0; j < kl && !any; ++j) any = mt[j] != ninf;
+                }
+            if (!any) continue;
+            // scores: each K row converted once (into L1) and dotted with every row's query
+            for (std::int64_t j = 0; j < kl; ++j) {
+                if (k_f16) {  // f16 rows are read as they are
+                    const auto* kr = reinterpret_cast<const f16*>(row_ptr(kk, kv0 + j, ik2, ik3));
+                    for (std::int64_t b = 0; b < nb; ++b) z[b * fa_tile_kv + j] = k.dot_f16(kr, qb + b * rdk, static_cast<std::size_t>(Dk));
+                    continue;
+                }
+                const float* kr = fa_row(k, kk, kv0 + j, ik2, ik3, kb);
+                for (std::int64_t b = 0; b < nb; ++b) z[b * fa_tile_kv + j] = k.dot(qb + b * rdk, kr, static_cast<std::size_t>(Dk));
+            }
+            // online softmax per row; the probabilities overwrite the scores, f rescales acc
             for (std::int64_t b = 0; b < nb; ++b) {
-                const float mv = mrow[b] ? read_scalar(mask->lay.type, mrow[b] + static_cast<std::size_t>(j) * mask->lay.nb[0]) : 0.f;
-                if (mv == ninf) continue;
-                if (!kr) {
-                    kr = fa_row(k, kk, j, ik2, ik3, kb);
-                    vr = fa_row(k, v, j, ik2, ik3, vb);
-                }
-                float s = k.dot(qr[b], kr, static_cast<std::size_t>(Dk)) * fp.scale;
-                if (fp.logit_softcap != 0.f) s = fp.logit_softcap * std::tanh(s / fp.logit_softcap);
-                s += slope * mv;
-                float* a = acc + b * rdv;
-                if (s > M[b]) {
-                    const float f = std::exp(M[b] - s);
-                    M[b] = s;
-                    k.scale(a, a, static_cast<std::size_t>(Dv), f, 0.f);
-                    S[b] = S[b] * f + 1.f;
-                    k.axpy(1.f, vr, a, static_cast<std::size_t>(Dv));
+                float* zb = z + b * fa_tile_kv;
+                const float* m = mask ? Mt + b * fa_tile_kv : nullptr;
+                float mx;
+                if (fp.logit_softcap != 0.f) {
+                    k.scale(zb, zb, n, fp.scale / fp.logit_softcap, 0.f);
+                    k.unary(kernels::unary_kind::tanh, zb, zb, n, 0.f, 0.f);
+                    mx = k.scale_add(zb, fp.logit_softcap, m, slope[b], zb, n);
                 } else {
-                    const float e = std::exp(s - M[b]);
-                    S[b] += e;
-                    k.axpy(e, vr, a, static_cast<std::size_t>(Dv));
+                    mx = k.scale_add(zb, fp.scale, m, slope[b], zb, n);
                 }
+                const float m_new = std::max(rmax[b], mx);
+                if (m_new == ninf) {  // nothing unmasked for this row yet
+                    std::fill(zb, zb + n, 0.f);
+                    continue;
+                }
+                const double sum = k.softmax_exp(zb, zb, n, m_new);
+                const float f = std::exp(rmax[b] - m_new);
+                if (f != 1.f) k.scale(acc + b * rdv, acc + b * rdv, static_cast<std::size_t>(Dv), f, 0.f);
+                rsum[b] = rsum[b] * f + static_cast<float>(sum);
+                rmax[b] = m_new;
+            }
+            // acc += P V: each V row converted once and added to every row with its weight
+            for (std::int64_t j = 0; j < kl; ++j) {
+                if (v_f16) {
+                    const auto* vr = reinterpret_cast<const f16*>(row_ptr(v, kv0 + j, ik2, ik3));
+                    for (std::int64_t b = 0; b < nb; ++b)
+                        if (const float pj = z[b * fa_tile_kv + j]; pj != 0.f) k.axpy_f16(pj, vr, acc + b * rdv, static_cast<std::size_t>(Dv));
+                    continue;
+                }
+                const float* vr = fa_row(k, v, kv0 + j, ik2, ik3, vb);
+                for (std::int64_t b = 0; b < nb; ++b)
+                    if (const float pj = z[b * fa_tile_kv + j]; pj != 0.f) k.axpy(pj, vr, acc + b * rdv, static_cast<std::size_t>(Dv));
             }
         }
         for (std::int64_t b = 0; b < nb; ++b) {
-            float* a = acc + b * rdv;
-            if (sinks) {
-                const float sk = read_scalar(type_id::f32, sinks->bytes() + static_cast<std::size_t>(iq2) * sinks->lay.nb[0]);
-                if (sk > M[b]) {
-                    const float f = std::exp(M[b] - sk);
-                    k.scale(a, a, static_cast<std::size_t>(Dv), f, 0.f);
-                    S[b] = S[b] * f + 1.f;
+            float sum = rsum[b], f = 1.f;
+            if (sinks) {  // one more logit per head, in the max and the sum only
+                const float sk = read_scalar(type_id::f32, sinks->bytes() + static_cast<std::size_t>(hs[b]) * sinks->lay.nb[0]);
+                if (sk > rmax[b]) {
+                    f = std::exp(rmax[b] - sk);
+                    sum = sum * f + 1.f;
                 } else {
-                    S[b] += std::exp(sk - M[b]);
+                    sum += std::exp(sk - rmax[b]);
                 }
             }
-            float* o = reinterpret_cast<float*>(row_ptr(d, iq2, q0 + b, iq3));
-            k.scale(a, o, static_cast<std::size_t>(Dv), S[b] > 0 ? 1.f / S[b] : 0.f, 0.f);
+            float* o = reinterpret_cast<float*>(row_ptr(d, hs[b], qs[b], i3));
+            k.scale(acc + b * rdv, o, static_cast<std::size_t>(Dv), sum > 0 ? f / sum : 0.f, 0.f);
         }
     }
+}
+
+inline void flash_attn_ext(const node& d, const exec_params& p) {
+    if (d.src[0]->lay.ne[1] >= fa_tile_min_q) return flash_attn_tiled(d, p);
+    flash_attn_rows(d, p);
 }
 
 }  // namespace impl
