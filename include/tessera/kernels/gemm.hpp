@@ -322,19 +322,22 @@ void gemm_f32_pb(gemm_a_type at, const std::byte* a, std::size_t lda, const floa
             for (std::size_t m = 0; m < M; ++m) c[n * ldc + m] = 0.f;
         return;
     }
+    // Local copies: std::min binds references, and an ODR-used namespace constant would be
+    // emitted (untagged) into this arch's unit.
+    constexpr std::size_t MC = fgemm_mc, KC = fgemm_kc;
     float* ablock = work;
-    float* tmp = work + fgemm_mc * fgemm_kc;  // fgemm_pack_a's
+    float* tmp = work + MC * KC;  // fgemm_pack_a's
     const std::size_t esize = at == gemm_a_type::f32 ? 4 : 2;
     const std::size_t panels = (N + NR - 1) / NR;
-    for (std::size_t m0 = 0; m0 < M; m0 += fgemm_mc) {
-        const std::size_t ml = std::min(fgemm_mc, M - m0), mp = (ml + MR - 1) / MR;
-        for (std::size_t k0 = 0; k0 < K; k0 += fgemm_kc) {
-            const std::size_t kl = std::min(fgemm_kc, K - k0);
+    for (std::size_t m0 = 0; m0 < M; m0 += MC) {
+        const std::size_t ml = std::min(MC, M - m0), mp = (ml + MR - 1) / MR;
+        for (std::size_t k0 = 0; k0 < K; k0 += KC) {
+            const std::size_t kl = std::min(KC, K - k0);
             fgemm_pack_a<A, MR>(at, a + m0 * lda, lda, ml, k0, kl, ablock, tmp);
             // a is read from memory once per block, in row segments lda apart that the hardware
             // prefetcher does not follow: fetch the next segment of every row while this one is
             // multiplied, a share of the rows before each panel.
-            const std::size_t next = std::min(fgemm_kc, K - std::min(K, k0 + kl)) * esize;
+            const std::size_t next = std::min(KC, K - std::min(K, k0 + kl)) * esize;
             for (std::size_t p = 0; p < panels; ++p) {
                 for (std::size_t i = p * ml / panels; next && i < (p + 1) * ml / panels; ++i)
                     for (std::size_t off = 0; off < next; off += 64) __builtin_prefetch(a + (m0 + i) * lda + (k0 + kl) * esize + off, 0, 2);
