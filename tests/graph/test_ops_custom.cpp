@@ -5,7 +5,9 @@
 // callable's lifetime (owned by the node), exceptions, and bad input.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -282,4 +284,26 @@ TEST_CASE("custom ops: bad input gives a tessera::error naming the op") {
     CHECK_THROWS_WITH_AS(custom(ctx, type_id::f32, {4, -1, 1, 1}, {a}, noop), doctest::Contains("custom: extents"), tessera::error);
     context other({.no_alloc = true});
     CHECK_THROWS_WITH_AS(custom(other, type_id::f32, {4, 1, 1, 1}, {a}, noop), doctest::Contains("another context"), tessera::error);
+}
+
+TEST_CASE("custom ops: the docs/graph.md example computes gain * tanh(x) + x") {
+    context ctx;
+    auto x = new_tensor<float, 2>(ctx, {64, 10});
+    std::vector<float> xv(640);
+    for (std::size_t i = 0; i < xv.size(); ++i) xv[i] = static_cast<float>(i % 17) / 8.f - 1.f;
+    x.set(xv);
+    const float gain = 2.5f;  // captured by value: the node keeps a copy
+    auto y = map_custom1(x, [gain](tensor<float, 2> dst, tensor<float, 2> a, int ith, int nth) {
+        const auto d = dst.data(), s = a.data();
+        const std::int64_t rows = dst.ne(1), per = (rows + nth - 1) / nth;
+        for (std::int64_t r = ith * per; r < std::min(rows, (ith + 1) * per); ++r)
+            for (std::int64_t i = 0; i < dst.ne(0); ++i) d(i, r) = gain * std::tanh(s(i, r));
+    });
+    auto z = add(y, x);  // other ops read the result as usual
+    cpu_executor(2).compute(build_forward(z));
+    std::vector<float> out(640);
+    z.get(out);
+    double err = 0;
+    for (std::size_t i = 0; i < out.size(); ++i) err = std::max(err, std::fabs(out[i] - (2.5 * std::tanh(static_cast<double>(xv[i])) + xv[i])));
+    CHECK(err < 1e-5);
 }
