@@ -66,6 +66,7 @@ const c3 conv3d_cases[] = {
     {{8, 7, 6, 6}, 3, 3, 2, 3, 2, {{2, 1, 2}, {1, 0, 1}, {1, 2, 1}, 3}},  // N 2, strides, padding, dilation
     {{5, 5, 5, 2}, 1, 1, 1, 1, 3, {{1, 1, 1}, {0, 0, 0}, {1, 1, 1}, 1}},  // 1x1x1, N 2
     {{9, 4, 6, 2}, 2, 3, 3, 2, 1, {{3, 2, 1}, {2, 1, 2}, {2, 1, 2}, 2}},
+    {{62, 3, 2, 64}, 3, 3, 2, 64, 2, {{1, 1, 1}, {0, 0, 0}, {1, 1, 1}, 64}},  // long patches: the direct op's x chunks
 };
 std::string c3_name(const c3& c) {
     return "in " + sh(c.in) + " k " + std::to_string(c.KW) + "x" + std::to_string(c.KH) + "x" + std::to_string(c.KD) + " IC " + std::to_string(c.IC) +
@@ -122,15 +123,18 @@ TEST_CASE("conv3d ops: conv_3d direct and as im2col_3d + mul_mat (batch, channel
     for (const c3& c : conv3d_cases)
         for (type_id tk : {type_id::f32, type_id::f16})
             for (type_id t : {type_id::f32, type_id::bf16})
-                for (bool direct : {true, false}) {
+                for (int variant : {0, 1, 2}) {  // direct, direct with a strided kernel, im2col_3d + mul_mat
+                    const bool direct = variant < 2, strided_k = variant == 1;
+                    if (strided_k && tk != type_id::f32) continue;
                     const std::int64_t OW = out_extent(c.in[0], c.KW, c.p.s[0], c.p.p[0], c.p.d[0]);
                     const std::int64_t OH = out_extent(c.in[1], c.KH, c.p.s[1], c.p.p[1], c.p.d[1]);
                     const std::int64_t OD = out_extent(c.in[2], c.KD, c.p.s[2], c.p.p[2], c.p.d[2]);
                     const std::int64_t N = c.in[3] / c.IC;
-                    check(std::string(direct ? "conv_3d_direct " : "conv_3d (im2col_3d + mul_mat) ") + tn(tk) + " kernel, " + tn(t) + " input " + c3_name(c),
+                    check(std::string(direct ? "conv_3d_direct " : "conv_3d (im2col_3d + mul_mat) ") + tn(tk) + (strided_k ? " strided" : "") +
+                              " kernel, " + tn(t) + " input " + c3_name(c),
                           [&](context& ctx) {
                               built b;
-                              node* k = ctx.new_tensor(tk, {c.KW, c.KH, c.KD, c.IC * c.OC});
+                              node* k = strided_input(ctx, tk, {c.KW, c.KH, c.KD, c.IC * c.OC}, strided_k);
                               node* x = ctx.new_tensor(t, c.in);
                               b.out = (direct ? conv_3d_direct(any_tensor(k), any_tensor(x), c.p) : conv_3d(any_tensor(k), any_tensor(x), c.p)).get();
                               b.inputs = {k, x};

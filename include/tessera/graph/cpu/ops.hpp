@@ -275,6 +275,10 @@ inline scratch_need scratch_for(const node& n) {
             const auto [per_thread, shared] = impl::gated_delta_net_scratch(n);
             return {per_thread, shared};
         }
+        case op_kind::conv_3d: {
+            const auto [per_thread, shared] = impl::conv_scratch(n);
+            return {per_thread, shared};
+        }
         case op_kind::none:
         case op_kind::view:
         case op_kind::reshape:

@@ -6,9 +6,11 @@
 #pragma once
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <utility>
 
 #include "tessera/config.hpp"
 #include "tessera/graph/cpu/gather.hpp"
@@ -109,35 +111,77 @@ inline void col2im_1d(const node& d, const exec_params& p) {
     }
 }
 
-// Direct 3-D convolution: kernel [KW, KH, KD, IC*OC] (dim 3 = oc*IC + ic), input [W, H, D, IC*N];
-// destination row (oy, oz, n*OC + oc).
+// Direct 3-D convolution: kernel [KW, KH, KD, IC*OC] (dim 3 = oc*IC + ic), input [W, H, D, IC*N]
+// -> [OW, OH, OD, OC*N]. Work items are (output row (oy, oz, n), chunk of output x): the
+// chunk's patches are gathered as f32 rows of E = IC*KD*KH*KW (im2col_3d's order, which is
+// the kernel's), then one GEMM with the kernel's OC rows gives every output channel. A
+// kernel that is not contiguous f32 is first converted into the shared scratch.
+inline std::int64_t conv3d_chunk(std::int64_t E) { return std::clamp<std::int64_t>(65536 / std::max<std::int64_t>(E, 1), 1, 64); }
+inline bool conv3d_kernel_in_place(const node& a) { return a.lay.type == type_id::f32 && a.lay.is_contiguous(); }
+
 inline void conv_3d(const node& d, const exec_params& p) {
     const node& a = *d.src[0];
     const node& b = *d.src[1];
     const auto& cp = d.param<conv3d_params>();
+    const auto& k = *p.k;
     const std::int64_t KW = a.lay.ne[0], KH = a.lay.ne[1], KD = a.lay.ne[2];
     const std::int64_t W = b.lay.ne[0], H = b.lay.ne[1], D = b.lay.ne[2], IC = cp.ic, OC = a.lay.ne[3] / IC;
-    fill_rows(d, p, [&](float* z, std::int64_t oy, std::int64_t oz, std::int64_t i3) {
-        const std::int64_t oc = i3 % OC, nn = i3 / OC;
-        for (std::int64_t ox = 0; ox < d.lay.ne[0]; ++ox) {
-            float acc = 0.f;
+    const std::int64_t E = KW * KH * KD * IC, OW = d.lay.ne[0], OH = d.lay.ne[1], OD = d.lay.ne[2], N = d.lay.ne[3] / OC;
+    const float* kernel = reinterpret_cast<const float*>(a.bytes());  // [OC][E]
+    if (!conv3d_kernel_in_place(a)) {
+        auto* kf = reinterpret_cast<float*>(p.shared);
+        const auto [r0, r1] = p.split(OC * IC * KD * KH);  // kernel rows of KW
+        for (std::int64_t r = r0; r < r1; ++r) {
+            const std::int64_t ky = r % KH, kd = (r / KH) % KD, j3 = r / KH / KD;  // j3 = oc*IC + ic
+            const float* x = load_f32(k, a.lay.type, row_ptr(a, ky, kd, j3), a.lay.nb[0], KW, kf + r * KW);
+            if (x != kf + r * KW) std::copy_n(x, KW, kf + r * KW);
+        }
+        p.barrier();
+        kernel = kf;
+    }
+    const std::int64_t chunk = conv3d_chunk(E), chunks = (OW + chunk - 1) / chunk;
+    float* patches = reinterpret_cast<float*>(p.scratch);  // [chunk][E]
+    float* out = patches + chunk * E;                      // [chunk][OC]
+    const auto [w0, w1] = p.split(OH * OD * N * chunks);
+    for (std::int64_t w = w0; w < w1; ++w) {
+        const std::int64_t x0 = (w % chunks) * chunk, xl = std::min(chunk, OW - x0);
+        const std::int64_t row = w / chunks, oy = row % OH, oz = (row / OH) % OD, nn = row / OH / OD;
+        for (std::int64_t xi = 0; xi < xl; ++xi) {
+            float* pr = patches + xi * E;
+            const std::int64_t ox = x0 + xi;
             for (std::int64_t ic = 0; ic < IC; ++ic)
                 for (std::int64_t kd = 0; kd < KD; ++kd) {
                     const std::int64_t zz = oz * cp.s[2] + kd * cp.d[2] - cp.p[2];
-                    if (zz < 0 || zz >= D) continue;
                     for (std::int64_t ky = 0; ky < KH; ++ky) {
                         const std::int64_t y = oy * cp.s[1] + ky * cp.d[1] - cp.p[1];
-                        if (y < 0 || y >= H) continue;
+                        float* o = pr + ((ic * KD + kd) * KH + ky) * KW;
                         for (std::int64_t kx = 0; kx < KW; ++kx) {
                             const std::int64_t x = ox * cp.s[0] + kx * cp.d[0] - cp.p[0];
-                            if (x < 0 || x >= W) continue;
-                            acc += elem(a, kx, ky, kd, oc * IC + ic) * elem(b, x, y, zz, nn * IC + ic);
+                            const bool in = x >= 0 && x < W && y >= 0 && y < H && zz >= 0 && zz < D;
+                            o[kx] = in ? elem(b, x, y, zz, nn * IC + ic) : 0.f;
                         }
                     }
                 }
-            z[ox] = acc;
         }
-    });
+        // out[xi][oc] = kernel row oc . patch xi
+        k.gemm(kernel, static_cast<std::size_t>(E), patches, static_cast<std::size_t>(E), out, static_cast<std::size_t>(OC),
+               static_cast<std::size_t>(OC), static_cast<std::size_t>(xl), static_cast<std::size_t>(E));
+        for (std::int64_t oc = 0; oc < OC; ++oc) {
+            auto* drow = reinterpret_cast<float*>(row_ptr(d, oy, oz, nn * OC + oc));
+            for (std::int64_t xi = 0; xi < xl; ++xi) drow[x0 + xi] = out[xi * OC + oc];
+        }
+    }
+}
+
+// Per-thread and shared scratch of conv_3d (see conv_3d).
+inline std::pair<std::size_t, std::size_t> conv_scratch(const node& n) {
+    if (n.op != op_kind::conv_3d) return {0, 0};
+    const node& a = *n.src[0];
+    const std::int64_t IC = n.param<conv3d_params>().ic, OC = a.lay.ne[3] / IC, E = a.lay.ne[0] * a.lay.ne[1] * a.lay.ne[2] * IC;
+    const std::int64_t chunk = conv3d_chunk(E);
+    const auto per_thread = static_cast<std::size_t>(chunk * (E + OC)) * sizeof(float) + 64;
+    const auto shared = conv3d_kernel_in_place(a) ? 0 : static_cast<std::size_t>(OC * E) * sizeof(float) + 64;
+    return {per_thread, shared};
 }
 
 // Direct convolution: conv_2d (kernel [KW, KH, IC, OC]) and depthwise conv_2d_dw

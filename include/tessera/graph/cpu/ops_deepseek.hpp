@@ -1,10 +1,11 @@
 // CPU implementations of DeepSeek's fused ops (builders in graph/ops/deepseek.hpp):
 // lightning_indexer, dsv4_hc_comb, dsv4_hc_pre, dsv4_hc_post.
 //
-// lightning_indexer: work items are (stream, block of 16 keys); a block's K rows are
-// converted to f32 once (any float or block type), then scored against every query of
-// the stream with the dot kernel. The hyper-connection ops split tokens (comb) or result
-// rows (pre, post) between threads; all f32, in the definition's order.
+// lightning_indexer: work items are (stream, block of 64 keys); a block's K rows are
+// converted to f32 once (any float or block type), then, per query, one GEMM gives the
+// block's dot products with the query's H head rows, reduced over heads through relu
+// and the weights. The hyper-connection ops split tokens (comb) or result rows (pre,
+// post) between threads; all f32, in the definition's order.
 #pragma once
 
 #include <algorithm>
@@ -35,13 +36,15 @@ inline std::string deepseek_unsupported_reason(const node& n) {
     return "lightning_indexer with " + std::string(type_name(tk)) + " K (no dequantize kernel for this type yet)";
 }
 
-inline constexpr std::int64_t indexer_key_block = 16;
+inline constexpr std::int64_t indexer_key_block = 64;
 
-// Per-thread scratch of lightning_indexer: a block of K rows as f32 and their scores.
+// Per-thread scratch of lightning_indexer: a block of K rows as f32 and their dot
+// products with one query's heads.
 inline std::pair<std::size_t, std::size_t> deepseek_scratch(const node& n) {
     if (n.op != op_kind::lightning_indexer) return {0, 0};
     const auto row = (static_cast<std::size_t>(n.src[0]->lay.ne[0]) + 15) / 16 * 16;
-    return {(indexer_key_block * row + 2 * indexer_key_block) * sizeof(float) + 64, 0};
+    const auto heads = static_cast<std::size_t>(n.src[0]->lay.ne[1]);
+    return {(indexer_key_block * (row + heads)) * sizeof(float) + 64, 0};
 }
 
 namespace impl {
@@ -56,31 +59,31 @@ inline void lightning_indexer(const node& d, const exec_params& p) {
     const std::int64_t D = q.lay.ne[0], H = q.lay.ne[1], n_q = q.lay.ne[2], S = q.lay.ne[3], n_kv = k.lay.ne[2];
     const auto row = static_cast<std::int64_t>((static_cast<std::size_t>(D) + 15) / 16 * 16);
     float* kb = reinterpret_cast<float*>(p.scratch);  // [indexer_key_block][row]
-    float* score = kb + indexer_key_block * row;      // [indexer_key_block]
+    float* qk = kb + indexer_key_block * row;         // [H][indexer_key_block]
     const std::int64_t blocks = (n_kv + indexer_key_block - 1) / indexer_key_block;
     const bool quantized = is_quantized(k.lay.type);
     const auto [w0, w1] = p.split(blocks * S);
     for (std::int64_t wi = w0; wi < w1; ++wi) {
         const std::int64_t s = wi / blocks, j0 = (wi % blocks) * indexer_key_block;
         const std::int64_t nj = std::min(indexer_key_block, n_kv - j0);
-        const float* kr[indexer_key_block];
         for (std::int64_t j = 0; j < nj; ++j) {
             float* buf = kb + j * row;
             const std::byte* src = row_ptr(k, 0, j0 + j, s);
             if (quantized) {
                 quant::dequantize_row(k.lay.type, src, buf, D);
-                kr[j] = buf;
             } else {
-                kr[j] = load_f32(ks, k.lay.type, src, k.lay.nb[0], D, buf);
+                const float* x = load_f32(ks, k.lay.type, src, k.lay.nb[0], D, buf);
+                if (x != buf) std::copy_n(x, D, buf);
             }
         }
         for (std::int64_t t = 0; t < n_q; ++t) {
-            std::fill_n(score, nj, 0.f);
-            for (std::int64_t h = 0; h < H; ++h) {
-                const auto* qr = reinterpret_cast<const float*>(row_ptr(q, h, t, s));
-                const float wh = elem(w, h, t, 0, s);
-                for (std::int64_t j = 0; j < nj; ++j) score[j] += std::max(ks.dot(qr, kr[j], static_cast<std::size_t>(D)), 0.f) * wh;
-            }
+            // qk[h][j] = q[:, h, t, s] . k[:, j0 + j, s]
+            ks.gemm(kb, static_cast<std::size_t>(row), reinterpret_cast<const float*>(row_ptr(q, 0, t, s)), q.lay.nb[1] / 4, qk,
+                    indexer_key_block, static_cast<std::size_t>(nj), static_cast<std::size_t>(H), static_cast<std::size_t>(D));
+            const auto* wr = reinterpret_cast<const float*>(row_ptr(w, t, 0, s));  // the H head weights
+            float score[indexer_key_block] = {};
+            for (std::int64_t h = 0; h < H; ++h)
+                for (std::int64_t j = 0; j < nj; ++j) score[j] += std::max(qk[h * indexer_key_block + j], 0.f) * wr[h];
             const std::byte* mrow = row_ptr(m, t, 0, s % m.lay.ne[3]);
             auto* out = reinterpret_cast<float*>(row_ptr(d, t, 0, s));
             for (std::int64_t j = 0; j < nj; ++j)
