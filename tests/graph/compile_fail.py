@@ -46,6 +46,15 @@ OK = """
     static_assert(std::is_same_v<decltype(d), tensor<float, 2>>);
     static_assert(std::is_same_v<decltype(e), tensor<float, 3>>);
     (void)a; (void)s; (void)p;
+    auto xi = xielu(x, 0.8f, 0.8f, 0.5f, -1e-6f);
+    auto sb = silu_back(x, h);
+    auto st = solve_tri(x, x);
+    auto ai = add_id(t3, x, new_tensor<std::int32_t, 2>(ctx, {4, 2}));
+    auto mc = map_custom1(x, [](tensor<float, 2>, tensor<float, 2>, int, int) {});
+    auto hp = dsv4_hc_pre(t3, x);
+    static_assert(std::is_same_v<decltype(xi), tensor<float, 2>> && std::is_same_v<decltype(sb), tensor<float, 2>>);
+    static_assert(std::is_same_v<decltype(st), tensor<float, 2>> && std::is_same_v<decltype(ai), tensor<float, 3>>);
+    static_assert(std::is_same_v<decltype(mc), tensor<float, 2>> && std::is_same_v<decltype(hp), tensor<float, 2>>);
 """
 
 CASES = [
@@ -69,6 +78,14 @@ CASES = [
     ("rope of a matrix", "rope(x, i, 8, 0);", "a must be a float tensor of rank >= 3"),
     ("pad of an index tensor", "pad(i, 1);", "pad: the operand must be a tensor of f32, f16 or bf16"),
     ("conv_2d with a block-typed kernel", "conv_2d(q, t3);", "conv_2d: kernel and input must be tensors of f32, f16 or bf16"),
+    ("add_id of a block-typed tensor", "add_id(q, x, new_tensor<std::int32_t, 2>(ctx, {4, 1}));", "add_id: a \\(rank <= 3\\) and b"),
+    ("xielu of an index tensor", "xielu(i, 0.8f, 0.8f, 0.5f, -1e-6f);", "xielu: the operand must be a tensor of f32, f16 or bf16"),
+    ("silu_back of a block-typed tensor", "silu_back(q, x);", "silu_back: both operands must be tensors of f32, f16 or bf16"),
+    ("solve_tri of f16 matrices", "solve_tri(h, h);", "solve_tri: A and B must be tensor<float, R>"),
+    ("opt_step_sgd of an f16 parameter", "opt_step_sgd(h, h, v);", "opt_step_sgd: the parameter, grad and params must all be tensor<float, R>"),
+    ("map_custom1 with a callable of the wrong shape", "map_custom1(x, [](int) {});", "map_custom1: fn must be callable as fn\\(dst, a, ith, nth\\)"),
+    ("dsv4_hc_pre of f16", "dsv4_hc_pre(h, h);", "dsv4_hc_pre: x and the weights must be tensor<float, R>"),
+    ("gated_delta_net with an f16 state", "gated_delta_net(x, x, x, x, x, h);", "gated_delta_net: every operand must be a tensor<float, R>"),
     ("tensor of rank 5", "tensor<float, 5> bad;", "constraints not satisfied|constraint|not satisfied"),
 ]
 

@@ -181,10 +181,13 @@ inline outcome run_once(const build_fn& build, const ref_fn& ref, int threads, u
         std::memset(base + offs[i] + owned[i]->lay.nbytes(), 0x5a, pad);
         write_sentinel(base + offs[i] + owned[i]->lay.nbytes() + pad);
     }
-    // fill leaves
+    // fill the inputs: the leafs, and the trainable parameters (op none, but graph nodes, as in ggml)
+    std::vector<node*> to_fill(g.leafs().begin(), g.leafs().end());
+    for (node* n : g.nodes())
+        if (n->op == op_kind::none) to_fill.push_back(n);
     std::mt19937 rng(seed);
     std::uniform_real_distribution<double> u(b.lo, b.hi);
-    for (node* n : g.leafs()) {
+    for (node* n : to_fill) {
         bool custom = false;
         for (auto& [t, f] : b.init)
             if (t == n) f(n, rng), custom = true;

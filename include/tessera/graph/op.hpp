@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <string_view>
 #include <variant>
 
@@ -15,7 +16,7 @@ TESSERA_BEGIN_NAMESPACE
 namespace graph {
 
 // ggml's op list (GGML_OP_*), in ggml's order. Which of them the CPU executor runs is
-// `cpu_supports(op)` (graph/cpu/support.hpp) and the table in docs/ops.md.
+// `cpu::implements(op)` (graph/cpu/ops.hpp) and the table in docs/ops.md.
 #define TESSERA_FOR_EACH_OP(X)                                                                    \
     X(none) X(dup) X(add) X(add_id) X(add1) X(acc) X(sub) X(mul) X(div) X(sqr) X(sqrt) X(log)     \
     X(sin) X(cos) X(sum) X(sum_rows) X(cumsum) X(mean) X(argmax) X(count_equal) X(repeat)          \
@@ -23,14 +24,14 @@ namespace graph {
     X(l2_norm) X(mul_mat) X(mul_mat_id) X(out_prod) X(scale) X(set) X(cpy) X(cont) X(reshape)      \
     X(view) X(permute) X(transpose) X(get_rows) X(get_rows_back) X(set_rows) X(diag)               \
     X(diag_mask_inf) X(diag_mask_zero) X(soft_max) X(soft_max_back) X(rope) X(rope_back) X(clamp)  \
-    X(conv_transpose_1d) X(im2col) X(im2col_back) X(im2col_3d) X(conv_2d) X(conv_3d)              \
+    X(conv_transpose_1d) X(im2col) X(im2col_back) X(im2col_3d) X(col2im_1d) X(conv_2d) X(conv_3d) \
     X(conv_2d_dw) X(conv_transpose_2d) X(pool_1d) X(pool_2d) X(pool_2d_back) X(upscale) X(pad)     \
     X(pad_reflect_1d) X(roll) X(arange) X(timestep_embedding) X(argsort) X(top_k) X(leaky_relu)    \
     X(tri) X(fill) X(flash_attn_ext) X(flash_attn_back) X(ssm_conv) X(ssm_scan) X(win_part)        \
     X(win_unpart) X(get_rel_pos) X(add_rel_pos) X(rwkv_wkv6) X(gated_linear_attn) X(rwkv_wkv7)     \
-    X(solve_tri) X(gated_delta_net) X(unary) X(map_custom1) X(map_custom2) X(map_custom3)          \
-    X(custom) X(cross_entropy_loss) X(cross_entropy_loss_back) X(opt_step_adamw) X(opt_step_sgd)   \
-    X(glu) X(col2im_1d) X(lightning_indexer)
+    X(solve_tri) X(gated_delta_net) X(lightning_indexer) X(dsv4_hc_comb) X(dsv4_hc_pre)            \
+    X(dsv4_hc_post) X(unary) X(map_custom1) X(map_custom2) X(map_custom3) X(custom)                \
+    X(cross_entropy_loss) X(cross_entropy_loss_back) X(opt_step_adamw) X(opt_step_sgd) X(glu)
 
 enum class op_kind : std::uint8_t {
 #define TESSERA_OP_ENUM_(n) n,
@@ -48,6 +49,7 @@ inline constexpr std::array<std::string_view, 0
 #undef TESSERA_OP_NAME_
 };
 inline constexpr std::size_t op_count = op_names.size();
+static_assert(op_count == 101, "op_kind must list ggml's ops (GGML_OP_COUNT is 101 at the pinned commit)");
 
 constexpr std::string_view op_name(op_kind k) noexcept { return op_names[static_cast<std::size_t>(k)]; }
 
@@ -80,6 +82,9 @@ constexpr std::string_view glu_name(glu_op g) noexcept { return glu_names[static
 
 struct unary_params {
     unary_op op;
+    // xielu only, stored as ggml stores them (builder xielu(a, alpha_n, alpha_p, beta, eps)):
+    // alpha_n = beta + softplus(alpha_n'), alpha_p = softplus(alpha_p').
+    float alpha_n = 0.0f, alpha_p = 0.0f, beta = 0.0f, eps = 0.0f;
 };
 struct glu_params {
     glu_op op;
@@ -176,12 +181,12 @@ struct roll_params {
 };
 
 // ---- convolution, pooling, resampling (graph/ops/conv.hpp, graph/ops/image.hpp) ----
-struct conv_params {  // im2col, conv_2d (direct), conv_2d_dw, conv_transpose_1d: dim 0 then dim 1
+struct conv_params {  // im2col(_back), conv_2d (direct), conv_2d_dw, conv_transpose_1d, col2im_1d: dim 0 then dim 1
     std::array<int, 2> s{1, 1}, p{0, 0}, d{1, 1};
     bool is_2d = true;
 };
 enum class pool_op : std::uint8_t { max = 0, avg = 1 };  // ggml's GGML_OP_POOL_MAX / _AVG
-struct pool_params {  // pool_1d (dim 0 only), pool_2d
+struct pool_params {  // pool_1d (dim 0 only), pool_2d, pool_2d_back
     pool_op op;
     std::array<int, 2> k{1, 1}, s{1, 1}, p{0, 0};
 };
@@ -199,12 +204,40 @@ struct win_params {  // win_part, win_unpart: the window size
     int w;
 };
 
+struct conv3d_params {  // im2col_3d, conv_3d: dims 0, 1, 2; ic = input channels (dim 3 folds channels and batch)
+    std::array<int, 3> s{1, 1, 1}, p{0, 0, 0}, d{1, 1, 1};
+    std::int64_t ic = 1;
+};
+
+// ---- linear algebra, recurrent, DeepSeek-V4 (graph/ops/arith.hpp, recurrent.hpp, deepseek.hpp) ----
+struct solve_tri_params {  // A X = B (left) or X A = B, A lower or upper triangular, unit diagonal or not
+    bool left = true, lower = true, uni = false;
+};
+struct gated_delta_net_params {
+    std::int64_t snapshots = 1;  // K: state snapshots in the result, newest first
+};
+struct hc_comb_params {
+    float eps;
+    int n_iter;  // Sinkhorn iterations
+};
+
+// ---- custom ops (graph/ops/custom.hpp) ----
+struct node;
+// A custom op's work: computes thread ith's share (of nth) of dst, whose sources are
+// dst.src[]. The builders wrap the user's callable into this.
+using custom_fn = std::function<void(node& dst, int ith, int nth)>;
+struct custom_params {  // map_custom1/2/3, custom
+    custom_fn fn;
+    int n_tasks = -1;  // threads that run fn: -1 all, else min(n_tasks, threads); the others skip the node
+};
+
 using op_params = std::variant<std::monostate, unary_params, glu_params, scale_params, clamp_params,
                                leaky_relu_params, fill_params, norm_params, group_norm_params, view_params,
                                concat_params, diag_mask_params, soft_max_params, rope_params,
                                flash_attn_params, mul_mat_params, cpy_params, set_params, arange_params, argsort_params,
                                top_k_params, pad_params, roll_params, tri_params, conv_params, pool_params, upscale_params,
-                               timestep_params, win_params>;
+                               timestep_params, win_params, conv3d_params, solve_tri_params, gated_delta_net_params,
+                               hc_comb_params, custom_params>;
 
 }  // namespace graph
 TESSERA_END_NAMESPACE

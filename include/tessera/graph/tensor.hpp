@@ -186,6 +186,10 @@ public:
         n_->flags |= flag_output;
         return *this;
     }
+    const any_tensor& set_param() const noexcept {  // a trainable parameter (optimizer steps update it)
+        n_->flags |= flag_param;
+        return *this;
+    }
 
     // Whether this tensor fits tensor<T, Rank> (its type is T, extents past Rank are 1).
     template <tensor_element T, int Rank>

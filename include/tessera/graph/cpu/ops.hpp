@@ -21,7 +21,10 @@
 #include "tessera/graph/cpu/ops_arith.hpp"
 #include "tessera/graph/cpu/ops_products.hpp"
 #include "tessera/graph/cpu/ops_sort.hpp"
+#include "tessera/graph/cpu/ops_training.hpp"
 #include "tessera/graph/cpu/ops_conv.hpp"
+#include "tessera/graph/cpu/ops_custom.hpp"
+#include "tessera/graph/cpu/ops_deepseek.hpp"
 #include "tessera/graph/cpu/ops_image.hpp"
 #include "tessera/graph/cpu/ops_recurrent.hpp"
 #include "tessera/graph/cpu/rows.hpp"
@@ -104,6 +107,9 @@ inline std::string unsupported_reason(const node& n) {
     if (std::string why = repacked_source_reason(n); !why.empty()) return why;
     if (image_implements(n.op)) return image_unsupported_reason(n);  // graph/cpu/ops_image.hpp
     if (conv_implements(n.op)) return conv_unsupported_reason(n);    // graph/cpu/ops_conv.hpp
+    if (training_implements(n.op)) return training_unsupported_reason(n);  // graph/cpu/ops_training.hpp
+    if (custom_implements(n.op)) return custom_unsupported_reason(n);      // graph/cpu/ops_custom.hpp
+    if (deepseek_implements(n.op)) return deepseek_unsupported_reason(n);  // graph/cpu/ops_deepseek.hpp
     switch (n.op) {
         case op_kind::none:
         case op_kind::view:
@@ -133,11 +139,7 @@ inline std::string unsupported_reason(const node& n) {
         case op_kind::div:
             if (is_float(t) && is_float(a->lay.type) && is_float(b->lay.type)) return {};
             return "binary op on " + tn(a->lay.type) + ", " + tn(b->lay.type);
-        case op_kind::unary: {
-            const auto u = n.param<unary_params>().op;
-            if (u == unary_op::xielu) return "unary op xielu";
-            return is_float(t) ? std::string() : "unary op on " + tn(t);
-        }
+        case op_kind::unary: return is_float(t) ? std::string() : "unary op on " + tn(t);
         case op_kind::sqr:
         case op_kind::sqrt:
         case op_kind::log:
@@ -164,7 +166,8 @@ inline std::string unsupported_reason(const node& n) {
         case op_kind::ssm_scan:
         case op_kind::rwkv_wkv6:
         case op_kind::gated_linear_attn:
-        case op_kind::rwkv_wkv7: return {};  // f32 only, checked when built
+        case op_kind::rwkv_wkv7:
+        case op_kind::gated_delta_net: return {};  // f32 only, checked when built
         case op_kind::repeat:
         case op_kind::concat:
             return detail::is_plain(t) ? std::string() : std::string(op_name(n.op)) + " of block type " + tn(t);
@@ -189,10 +192,12 @@ inline std::string unsupported_reason(const node& n) {
             return "flash_attn_ext with " + tn(k->lay.type) + " K / " + tn(v->lay.type) + " V (no dequantizer)";
         }
         case op_kind::add1:
+        case op_kind::add_id:
         case op_kind::acc:
         case op_kind::set:
         case op_kind::diag:
         case op_kind::tri:
+        case op_kind::solve_tri:
         case op_kind::cumsum:
         case op_kind::repeat_back:
         case op_kind::group_norm: return arith_unsupported_reason(n);  // ops_arith.hpp
@@ -328,11 +333,27 @@ inline scratch_need scratch_for(const node& n) {
             const auto [per_thread, shared] = mul_mat_id_scratch(n);
             return {per_thread, shared};
         }
+        case op_kind::lightning_indexer: {
+            const auto [per_thread, shared] = deepseek_scratch(n);
+            return {per_thread, shared};
+        }
+        case op_kind::gated_delta_net: {
+            const auto [per_thread, shared] = impl::gated_delta_net_scratch(n);
+            return {per_thread, shared};
+        }
+        case op_kind::conv_3d: {
+            const auto [per_thread, shared] = impl::conv_scratch(n);
+            return {per_thread, shared};
+        }
         case op_kind::none:
         case op_kind::view:
         case op_kind::reshape:
         case op_kind::permute:
-        case op_kind::transpose: return {};
+        case op_kind::transpose:
+        case op_kind::map_custom1:
+        case op_kind::map_custom2:
+        case op_kind::map_custom3:
+        case op_kind::custom: return {};
         default: return {f(4 * rowf), 0};  // up to 3 rows (a, b, dst) rounded to 16 floats each
     }
 }
@@ -1384,6 +1405,9 @@ inline void flash_attn_ext(const node& d, const exec_params& p) {
 inline void compute_node(const node& n, const exec_params& p) {
     if (image_implements(n.op)) return image_compute(n, p);
     if (conv_implements(n.op)) return conv_compute(n, p);
+    if (training_implements(n.op)) return training_compute(n, p);
+    if (custom_implements(n.op)) return custom_compute(n, p);
+    if (deepseek_implements(n.op)) return deepseek_compute(n, p);
     switch (n.op) {
         case op_kind::none:
         case op_kind::view:
@@ -1398,6 +1422,8 @@ inline void compute_node(const node& n, const exec_params& p) {
         case op_kind::mul:
         case op_kind::div: return impl::binary(n, p);
         case op_kind::unary:
+            if (n.param<unary_params>().op == unary_op::xielu) return impl::xielu(n, p);
+            return impl::unary(n, p);
         case op_kind::sqr:
         case op_kind::sqrt:
         case op_kind::log:
@@ -1431,9 +1457,12 @@ inline void compute_node(const node& n, const exec_params& p) {
         case op_kind::rwkv_wkv6:
         case op_kind::gated_linear_attn:
         case op_kind::rwkv_wkv7: return impl::linear_attention(n, p);
+        case op_kind::gated_delta_net: return impl::gated_delta_net(n, p);
         case op_kind::mul_mat: return impl::mul_mat(n, p);
         case op_kind::flash_attn_ext: return impl::flash_attn_ext(n, p);
         case op_kind::add1: return impl::add1(n, p);
+        case op_kind::add_id: return impl::add_id(n, p);
+        case op_kind::solve_tri: return impl::solve_tri(n, p);
         case op_kind::acc:
         case op_kind::set: return impl::acc_set(n, p);
         case op_kind::diag: return impl::diag(n, p);
@@ -1452,7 +1481,8 @@ inline void compute_node(const node& n, const exec_params& p) {
 // Whether the CPU executor has an implementation of op at all (for some types and
 // modes; unsupported_reason() decides per node). docs/ops.md lists the same set.
 inline bool implements(op_kind op) noexcept {
-    if (image_implements(op) || conv_implements(op)) return true;
+    if (image_implements(op) || conv_implements(op) || training_implements(op) || custom_implements(op) || deepseek_implements(op))
+        return true;
     switch (op) {
         case op_kind::none: case op_kind::view: case op_kind::reshape: case op_kind::permute: case op_kind::transpose:
         case op_kind::dup: case op_kind::cont: case op_kind::cpy: case op_kind::add: case op_kind::sub: case op_kind::mul:
@@ -1463,11 +1493,12 @@ inline bool implements(op_kind op) noexcept {
         case op_kind::concat: case op_kind::get_rows: case op_kind::set_rows: case op_kind::diag_mask_inf:
         case op_kind::diag_mask_zero: case op_kind::soft_max: case op_kind::rope: case op_kind::rope_back: case op_kind::mul_mat:
         case op_kind::cross_entropy_loss: case op_kind::ssm_conv: case op_kind::ssm_scan: case op_kind::rwkv_wkv6:
-        case op_kind::gated_linear_attn: case op_kind::rwkv_wkv7:
+        case op_kind::gated_linear_attn: case op_kind::rwkv_wkv7: case op_kind::gated_delta_net:
         case op_kind::flash_attn_ext: return true;
         case op_kind::add1: case op_kind::acc: case op_kind::set: case op_kind::diag: case op_kind::tri:
         case op_kind::cumsum: case op_kind::repeat_back: case op_kind::group_norm: case op_kind::argsort:
         case op_kind::top_k: case op_kind::out_prod: case op_kind::mul_mat_id: return true;
+        case op_kind::add_id: case op_kind::solve_tri: return true;
         default: return false;
     }
 }

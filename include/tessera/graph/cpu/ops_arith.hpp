@@ -1,8 +1,9 @@
-// CPU implementations of add1, acc, set, diag, tri, cumsum, repeat_back and
-// group_norm (builders in graph/ops/arith.hpp and graph/ops/norm.hpp). Each computes on
-// f32 rows (rows.hpp converts f16/bf16 and gathers strided operands) and splits its
-// rows between the node's threads; acc and set first copy a into the result (unless
-// they run in place), then, after a barrier, write b's rows into the view.
+// CPU implementations of add1, add_id, acc, set, diag, tri, solve_tri, cumsum,
+// repeat_back, group_norm and the xielu unary (builders in graph/ops/arith.hpp,
+// graph/ops/norm.hpp, graph/ops/elementwise.hpp). Each computes on f32 rows (rows.hpp
+// converts f16/bf16 and gathers strided operands) and splits its rows between the
+// node's threads; acc and set first copy a into the result (unless they run in place),
+// then, after a barrier, write b's rows into the view.
 #pragma once
 
 #include <algorithm>
@@ -13,6 +14,7 @@
 #include <string>
 
 #include "tessera/config.hpp"
+#include "tessera/core/error.hpp"
 #include "tessera/graph/cpu/rows.hpp"
 #include "tessera/graph/node.hpp"
 
@@ -33,6 +35,11 @@ inline std::string arith_unsupported_reason(const node& n) {
     if (n.op == op_kind::add1 || n.op == op_kind::acc) {
         if (!arith_detail::is_float(n.src[1]->lay.type)) return name + " with b of " + std::string(type_name(n.src[1]->lay.type));
     }
+    if (n.op == op_kind::solve_tri) {
+        const auto& sp = n.param<solve_tri_params>();
+        if (!sp.left || !sp.lower || sp.uni)
+            return "solve_tri other than left, lower, non-unit diagonal (ggml's CPU solves only that form)";
+    }
     if (n.op == op_kind::set) {
         const type_id ta = a.lay.type, tb = n.src[1]->lay.type;
         if (!(arith_detail::is_float(ta) && arith_detail::is_float(tb)) && !(ta == tb && block_size(ta) == 1))
@@ -51,6 +58,65 @@ inline void add1(const node& d, const exec_params& p) {
     map_rows(d, a, p, [&](const float* x, float* z, std::int64_t, std::int64_t, std::int64_t) {
         k.scale(x, z, static_cast<std::size_t>(d.lay.ne[0]), 1.f, s);
     });
+}
+
+// out[:, i1, i2] = a[:, i1, i2] + b[:, ids[i1, i2]]
+inline void add_id(const node& d, const exec_params& p) {
+    const node& a = *d.src[0];
+    const node& b = *d.src[1];
+    const node& ids = *d.src[2];
+    const auto& k = *p.k;
+    float* bufb = reinterpret_cast<float*>(p.scratch) + 2 * arith_detail::pad16(d.lay.ne[0]);  // after map_rows' two rows
+    map_rows(d, a, p, [&](const float* x, float* z, std::int64_t i1, std::int64_t i2, std::int64_t) {
+        std::int32_t e;
+        std::memcpy(&e, ids.bytes() + static_cast<std::size_t>(i1) * ids.lay.nb[0] + static_cast<std::size_t>(i2) * ids.lay.nb[1], 4);
+        if (e < 0 || e >= b.lay.ne[1])
+            fail(errc::invalid_argument, "add_id: expert id " + std::to_string(e) + " at (" + std::to_string(i1) + ", " + std::to_string(i2) +
+                                             ") is outside the " + std::to_string(b.lay.ne[1]) + " rows of b");
+        k.binary(kernels::binary_kind::add, x, load_row(k, b, e, 0, 0, bufb), z, static_cast<std::size_t>(d.lay.ne[0]), false);
+    });
+}
+
+// xielu with the factors the builder stored (unary_params): a scalar loop, as the unary
+// kernels carry two parameters and this op has four.
+inline void xielu(const node& d, const exec_params& p) {
+    const auto& up = d.param<unary_params>();
+    map_rows(d, *d.src[0], p, [&](const float* x, float* z, std::int64_t, std::int64_t, std::int64_t) {
+        for (std::int64_t i = 0; i < d.lay.ne[0]; ++i) {
+            const float v = x[i];
+            z[i] = v > 0.f ? up.alpha_p * v * v + up.beta * v : (std::expm1(std::min(v, up.eps)) - v) * up.alpha_n + up.beta * v;
+        }
+    });
+}
+
+// Forward substitution for A X = B, A lower triangular: row i of X is
+// (B[i] - sum_{t<i} A[i][t] X[t]) / A[i][i]. Work items are (batch, block of up to 16
+// right-hand sides); each block walks the rows in order, accumulating in double and
+// reading the rows of X it already wrote.
+inline constexpr std::int64_t solve_tri_block = 16;
+inline void solve_tri(const node& d, const exec_params& p) {
+    const node& A = *d.src[0];
+    const node& B = *d.src[1];
+    const std::int64_t k = d.lay.ne[0], n = d.lay.ne[1];
+    const std::int64_t blocks = (k + solve_tri_block - 1) / solve_tri_block;
+    const auto f32 = [](const node& t, std::int64_t i0, std::int64_t i1, std::int64_t i2, std::int64_t i3) -> float& {
+        return *reinterpret_cast<float*>(row_ptr(t, i1, i2, i3) + static_cast<std::size_t>(i0) * t.lay.nb[0]);
+    };
+    const auto [w0, w1] = p.split(blocks * d.lay.ne[2] * d.lay.ne[3]);
+    for (std::int64_t w = w0; w < w1; ++w) {
+        const std::int64_t blk = w % blocks, i2 = (w / blocks) % d.lay.ne[2], i3 = w / blocks / d.lay.ne[2];
+        const std::int64_t c0 = blk * solve_tri_block, nc = std::min(solve_tri_block, k - c0);
+        double acc[solve_tri_block];
+        for (std::int64_t i = 0; i < n; ++i) {
+            for (std::int64_t c = 0; c < nc; ++c) acc[c] = f32(B, c0 + c, i, i2, i3);
+            for (std::int64_t t = 0; t < i; ++t) {
+                const double a = f32(A, t, i, i2, i3);
+                for (std::int64_t c = 0; c < nc; ++c) acc[c] -= a * f32(d, c0 + c, t, i2, i3);
+            }
+            const double diag = f32(A, i, i, i2, i3);
+            for (std::int64_t c = 0; c < nc; ++c) f32(d, c0 + c, i, i2, i3) = static_cast<float>(acc[c] / diag);
+        }
+    }
 }
 
 // acc and set. Both a and the result are contiguous with one layout.

@@ -1,10 +1,11 @@
 // CPU implementations of the padding, shifting and resampling ops and the SAM window /
 // relative-position ops (builders in graph/ops/image.hpp): pad, pad_reflect_1d, roll,
-// arange, timestep_embedding, upscale (nearest, bilinear, bicubic), win_part, win_unpart,
-// get_rel_pos, add_rel_pos.
+// arange, timestep_embedding, upscale (nearest, bilinear with or without antialias,
+// bicubic), win_part, win_unpart, get_rel_pos, add_rel_pos.
 // Each thread computes its share of the destination rows (arange: of its elements).
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -29,11 +30,6 @@ inline std::string image_unsupported_reason(const node& n) {
     const auto f = [](type_id t) { return t == type_id::f32 || t == type_id::f16 || t == type_id::bf16; };
     switch (n.op) {
         case op_kind::arange: return {};
-        case op_kind::upscale: {
-            const auto& up = n.param<upscale_params>();
-            if (up.antialias) return "upscale with antialias (not yet)";
-            break;
-        }
         default: break;
     }
     for (const node* s : n.src)
@@ -169,6 +165,37 @@ inline void upscale(const node& d, const exec_params& p) {
                     col[r] = cubic(row, x - fx);
                 }
                 z[i0] = cubic(col, y - fy);
+            }
+        });
+        return;
+    }
+    if (up.antialias) {
+        // bilinear with antialiasing (PyTorch's interpolate(..., antialias=True), as ggml):
+        // a triangle filter as wide as the scale when downsampling (support max(1, 1/scale)),
+        // weights normalized over the source pixels inside the image
+        const float support0 = std::max(1.f, 1.f / s0), support1 = std::max(1.f, 1.f / s1);
+        const float inv0 = 1.f / support0, inv1 = 1.f / support1;
+        const auto tri = [](float t) { return std::max(1.f - std::fabs(t), 0.f); };
+        fill_rows(d, p, [&](float* z, std::int64_t i1, std::int64_t i2, std::int64_t i3) {
+            const std::int64_t j2 = nearest(i2, 2), j3 = nearest(i3, 3);
+            const float y = (static_cast<float>(i1) + off) / s1;
+            const std::int64_t y0 = std::max<std::int64_t>(static_cast<std::int64_t>(y - support1 + off), 0);
+            const std::int64_t y1 = std::min<std::int64_t>(static_cast<std::int64_t>(y + support1 + off), ns[1]);
+            for (std::int64_t i0 = 0; i0 < nd[0]; ++i0) {
+                const float x = (static_cast<float>(i0) + off) / s0;
+                const std::int64_t x0 = std::max<std::int64_t>(static_cast<std::int64_t>(x - support0 + off), 0);
+                const std::int64_t x1 = std::min<std::int64_t>(static_cast<std::int64_t>(x + support0 + off), ns[0]);
+                float val = 0.f, total = 0.f;
+                for (std::int64_t sy = y0; sy < y1; ++sy) {
+                    const float wy = tri((static_cast<float>(sy) - y + off) * inv1);
+                    for (std::int64_t sx = x0; sx < x1; ++sx) {
+                        const float w = tri((static_cast<float>(sx) - x + off) * inv0) * wy;
+                        if (w <= 0.f) continue;
+                        val += elem(a, sx, sy, j2, j3) * w;
+                        total += w;
+                    }
+                }
+                z[i0] = total > 0.f ? val / total : val;
             }
         });
         return;

@@ -1,13 +1,15 @@
 // CPU implementations of the recurrent ops (graph/ops/recurrent.hpp): ssm_conv,
-// ssm_scan, rwkv_wkv6, gated_linear_attn, rwkv_wkv7. Scalar f32 code with f32
-// accumulation in the definition's order; threads split ssm_conv by channel and the
-// others by head (every head's recurrence is independent).
+// ssm_scan, rwkv_wkv6, gated_linear_attn, rwkv_wkv7, gated_delta_net. Scalar f32 code
+// with f32 accumulation in the definition's order (gated_delta_net: the dot, axpy and
+// scale kernels on the state's rows); threads split ssm_conv by channel and the others by
+// head (every head's recurrence is independent).
 #pragma once
 
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <utility>
 
 #include "tessera/config.hpp"
 #include "tessera/graph/cpu/rows.hpp"
@@ -140,6 +142,62 @@ inline void linear_attention(const node& d, const exec_params& p) {
                     }
                 }
             }
+        }
+    }
+}
+
+// Per-thread scratch of gated_delta_net: one head's S x S state, exp(g) and delta.
+inline std::pair<std::size_t, std::size_t> gated_delta_net_scratch(const node& n) {
+    const auto S = static_cast<std::size_t>(n.src[2]->lay.ne[0]), pad = (S + 15) / 16 * 16;
+    return {(S * S + 2 * pad) * sizeof(float) + 64, 0};
+}
+
+// Work items are (value head, sequence). The state is kept as rows j (M[:][j], contiguous
+// in the state tensor), so every step is a row operation: decay, delta[j] = (v[j] -
+// M[:][j] . k) beta, M[:][j] += delta[j] k, out[j] = M[:][j] . q / sqrt(S).
+inline void gated_delta_net(const node& d, const exec_params& p) {
+    const node& q = *d.src[0];
+    const node& kk = *d.src[1];
+    const node& v = *d.src[2];
+    const node& g = *d.src[3];
+    const node& beta = *d.src[4];
+    const node& state = *d.src[5];
+    const auto& ks = *p.k;
+    const std::int64_t S = v.lay.ne[0], H = v.lay.ne[1], T = v.lay.ne[2], n_s = v.lay.ne[3];
+    const std::int64_t K = d.param<gated_delta_net_params>().snapshots, Hk = q.lay.ne[1];
+    const std::int64_t rq3 = n_s / q.lay.ne[3], rk3 = n_s / kk.lay.ne[3];
+    const bool kda = g.lay.ne[0] == S;  // a decay per key channel
+    const auto n = static_cast<std::size_t>(S);
+    const float scale = 1.f / std::sqrt(static_cast<float>(S));
+    float* M = reinterpret_cast<float*>(p.scratch);
+    float* eg = M + S * S;
+    float* delta = eg + (S + 15) / 16 * 16;
+    float* out = reinterpret_cast<float*>(d.bytes());
+    float* snapshots = out + S * H * T * n_s;
+    const std::int64_t snapshot = S * S * H * n_s;
+    const auto* s0 = reinterpret_cast<const float*>(state.bytes());
+    const auto [w0, w1] = p.split(H * n_s);
+    for (std::int64_t w = w0; w < w1; ++w) {
+        const std::int64_t h = w % H, seq = w / H;
+        std::memcpy(M, s0 + (seq * H + h) * S * S, n * n * sizeof(float));
+        for (std::int64_t t = 0; t < T; ++t) {
+            const auto* qv = reinterpret_cast<const float*>(row_ptr(q, h % Hk, t, seq / rq3));
+            const auto* kv = reinterpret_cast<const float*>(row_ptr(kk, h % Hk, t, seq / rk3));
+            const auto* vv = reinterpret_cast<const float*>(row_ptr(v, h, t, seq));
+            const auto* gv = reinterpret_cast<const float*>(row_ptr(g, h, t, seq));
+            const float b = *reinterpret_cast<const float*>(row_ptr(beta, h, t, seq));
+            if (kda) {
+                for (std::int64_t i = 0; i < S; ++i) eg[i] = std::exp(gv[i]);
+                for (std::int64_t j = 0; j < S; ++j) ks.binary(kernels::binary_kind::mul, M + j * S, eg, M + j * S, n, false);
+            } else {
+                ks.scale(M, M, n * n, std::exp(gv[0]), 0.f);
+            }
+            for (std::int64_t j = 0; j < S; ++j) delta[j] = (vv[j] - ks.dot(M + j * S, kv, n)) * b;
+            for (std::int64_t j = 0; j < S; ++j) ks.axpy(delta[j], kv, M + j * S, n);
+            float* o = out + ((seq * T + t) * H + h) * S;
+            for (std::int64_t j = 0; j < S; ++j) o[j] = ks.dot(M + j * S, qv, n) * scale;
+            if (const std::int64_t slot = T - 1 - t; slot < K)
+                std::memcpy(snapshots + slot * snapshot + (seq * H + h) * S * S, M, n * n * sizeof(float));
         }
     }
 }

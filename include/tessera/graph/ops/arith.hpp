@@ -1,8 +1,8 @@
-// Arithmetic and placement builders: add1 (a + a one-element b), acc (b added into a
-// strided view of a copy of a), set (b written into such a view), diag (a vector as a
-// diagonal matrix), tri (keep one triangle of square matrices), cumsum (inclusive
-// prefix sum along dim 0), repeat_back (the tiles of a summed into a smaller shape, the
-// adjoint of repeat).
+// Arithmetic and placement builders: add1 (a + a one-element b), add_id (a bias row per
+// selected expert), acc (b added into a strided view of a copy of a), set (b written
+// into such a view), diag (a vector as a diagonal matrix), tri (keep one triangle of
+// square matrices), solve_tri (triangular systems), cumsum (inclusive prefix sum along
+// dim 0), repeat_back (the tiles of a summed into a smaller shape, the adjoint of repeat).
 //
 // Typed forms take float tensors (set also any plain element type, a and b alike);
 // the any_tensor forms check the same at run time and throw tessera::error naming the
@@ -24,6 +24,38 @@ inline node* add1(node* a, node* b, bool inplace) {
         op_fail("add1", errc::shape_mismatch, "b " + desc(b) + " must hold exactly one element (a scalar)");
     if (inplace) return make_inplace(a, op_kind::add1, {}, {a, b});
     return make(*a->ctx, a->lay.type, a->lay.ne, op_kind::add1, {}, {a, b});
+}
+
+inline node* add_id(node* a, node* b, node* ids) {
+    const char* name = "add_id";
+    check_float(name, a, "a");
+    check_float(name, b, "b");
+    check_type(name, ids, type_id::i32, "ids");
+    check_same_context(name, a, b);
+    check_same_context(name, a, ids);
+    const auto& na = a->lay.ne;
+    if (na[3] != 1) op_fail(name, errc::shape_mismatch, "a " + desc(a) + " must be [ne0, n_used, n_tokens] (3-D)");
+    if (b->lay.ne[0] != na[0] || b->lay.ne[2] != 1 || b->lay.ne[3] != 1)
+        op_fail(name, errc::shape_mismatch, "b " + desc(b) + " must be [a.ne0, n_expert] for a " + desc(a));
+    if (ids->lay.ne[0] != na[1] || ids->lay.ne[1] != na[2] || ids->lay.ne[2] != 1 || ids->lay.ne[3] != 1)
+        op_fail(name, errc::shape_mismatch, "ids " + desc(ids) + " must be [a.ne1, a.ne2] for a " + desc(a));
+    return make(*a->ctx, a->lay.type, na, op_kind::add_id, {}, {a, b, ids});
+}
+
+inline node* solve_tri(node* a, node* b, const solve_tri_params& p) {
+    const char* name = "solve_tri";
+    check_type(name, a, type_id::f32, "A");
+    check_type(name, b, type_id::f32, "B");
+    check_same_context(name, a, b);
+    const auto& na = a->lay.ne;
+    const auto& nb = b->lay.ne;
+    if (na[0] != na[1]) op_fail(name, errc::shape_mismatch, "A " + desc(a) + " must hold square matrices (ne0 == ne1)");
+    if ((p.left ? nb[1] : nb[0]) != na[0])
+        op_fail(name, errc::shape_mismatch, "B " + desc(b) + (p.left ? " must have A's order as ne1 (A X = B)" : " must have A's order as ne0 (X A = B)") +
+                                                " for A " + desc(a));
+    if (nb[2] != na[2] || nb[3] != na[3])
+        op_fail(name, errc::shape_mismatch, "A " + desc(a) + " and B " + desc(b) + " differ in the batch dims 2, 3");
+    return make(*a->ctx, type_id::f32, nb, op_kind::solve_tri, p, {a, b});
 }
 
 // acc and set: b goes into the view of a (or of its copy) with byte strides nb1..nb3
@@ -110,6 +142,25 @@ void add1(A, B) {
 }
 inline any_tensor add1(any_tensor a, any_tensor b) { return any_tensor(detail::add1(a.get(), b.get(), false)); }
 inline any_tensor add1_inplace(any_tensor a, any_tensor b) { return any_tensor(detail::add1(a.get(), b.get(), true)); }
+
+// ---- add_id --------------------------------------------------------------------------------
+// MoE bias per selected expert: a [ne0, n_used, n_tokens], b [ne0, n_expert], ids i32
+// [n_used, n_tokens] -> a's type: out[:, u, t] = a[:, u, t] + b[:, ids[u, t]]. An id outside
+// [0, n_expert) is an error at compute.
+template <float_element Ta, int Ra, float_element Tb, int Rb, int Ri>
+    requires(Ra <= 3 && Rb <= 2 && Ri <= 2)
+tensor<Ta, Ra> add_id(tensor<Ta, Ra> a, tensor<Tb, Rb> b, tensor<std::int32_t, Ri> ids) {
+    return tensor<Ta, Ra>(detail::add_id(a.get(), b.get(), ids.get()));
+}
+template <typed_tensor A, typed_tensor B, typed_tensor I>
+    requires(!float_tensor<A> || !float_tensor<B> || !std::same_as<typename std::remove_cvref_t<I>::element_type, std::int32_t> ||
+             (std::remove_cvref_t<A>::rank > 3) || (std::remove_cvref_t<B>::rank > 2) || (std::remove_cvref_t<I>::rank > 2))
+void add_id(A, B, I) {
+    static_assert(detail::dependent_false<A, B, I>,
+                  "tessera::graph::add_id: a (rank <= 3) and b (rank <= 2) must be tensors of f32, f16 or bf16 and "
+                  "ids a tensor<int32_t, R> of rank <= 2");
+}
+inline any_tensor add_id(any_tensor a, any_tensor b, any_tensor ids) { return any_tensor(detail::add_id(a.get(), b.get(), ids.get())); }
 
 // ---- acc, set ---------------------------------------------------------------------------------
 // acc: a copy of a in which the view (b's extents, byte strides nb1..nb3, byte offset)
@@ -213,6 +264,26 @@ tensor<T, R> tri(tensor<T, R> a, tri_type t) {
     return tensor<T, R>(detail::tri(a.get(), t));
 }
 inline any_tensor tri(any_tensor a, tri_type t) { return any_tensor(detail::tri(a.get(), t)); }
+
+// Solves the triangular systems A X = B (left) or X A = B for X, per batch (dims 2, 3):
+// A f32 [n, n, ...] (ne0 the column), B f32 [k, n, ...] (left: k right-hand sides, ne1 the
+// row) -> f32 of B's shape. ggml's CPU (and tessera's) solves left, lower, non-unit only;
+// the other forms build but are refused by the executor.
+template <int Ra, int Rb>
+    requires(Ra >= 2 && Rb >= 2)
+tensor<float, Rb> solve_tri(tensor<float, Ra> a, tensor<float, Rb> b, bool left = true, bool lower = true, bool uni = false) {
+    return tensor<float, Rb>(detail::solve_tri(a.get(), b.get(), {left, lower, uni}));
+}
+template <typed_tensor A, typed_tensor B>
+    requires(!std::same_as<typename std::remove_cvref_t<A>::element_type, float> ||
+             !std::same_as<typename std::remove_cvref_t<B>::element_type, float> || (std::remove_cvref_t<A>::rank < 2) ||
+             (std::remove_cvref_t<B>::rank < 2))
+void solve_tri(A, B, bool = true, bool = true, bool = false) {
+    static_assert(detail::dependent_false<A, B>, "tessera::graph::solve_tri: A and B must be tensor<float, R> of rank >= 2");
+}
+inline any_tensor solve_tri(any_tensor a, any_tensor b, bool left = true, bool lower = true, bool uni = false) {
+    return any_tensor(detail::solve_tri(a.get(), b.get(), {left, lower, uni}));
+}
 
 // Inclusive prefix sums along dim 0.
 template <float_element T, int R>

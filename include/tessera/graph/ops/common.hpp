@@ -31,6 +31,9 @@ concept typed_tensor = is_typed_tensor<std::remove_cvref_t<H>>::value;
 // Typed handles of float elements (f32, f16, bf16).
 template <class H>
 concept float_tensor = typed_tensor<H> && float_element<typename std::remove_cvref_t<H>::element_type>;
+// Typed handles of f32 elements.
+template <class H>
+concept f32_tensor = typed_tensor<H> && std::same_as<typename std::remove_cvref_t<H>::element_type, float>;
 template <class H>
 concept index_tensor = typed_tensor<H> && index_element<typename std::remove_cvref_t<H>::element_type>;
 

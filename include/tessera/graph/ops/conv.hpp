@@ -1,8 +1,9 @@
 // Convolution and pooling, with ggml's shapes (dim 0 fastest): im2col (1-D and 2-D,
 // f32/f16 output), conv_1d and conv_2d (composites of im2col and mul_mat, as ggml
 // builds them), conv_2d_direct (ggml's CONV_2D op), conv_2d_dw (depthwise composite)
-// and conv_2d_dw_direct (CONV_2D_DW), conv_transpose_1d, conv_transpose_2d_p0, pool_1d,
-// pool_2d.
+// and conv_2d_dw_direct (CONV_2D_DW), conv_transpose_1d, conv_transpose_2d_p0,
+// col2im_1d (the scatter-add of GEMM columns back to a signal), im2col_3d, conv_3d
+// (im2col_3d + mul_mat) and conv_3d_direct (CONV_3D), pool_1d, pool_2d.
 //
 // Output extent of a convolution along a dim: (in + 2p - d(k-1) - 1)/s + 1; of a
 // pooling: (in + 2p - k)/s + 1.
@@ -171,6 +172,83 @@ inline node* conv_transpose_2d(node* a, node* b, int stride) {
                 conv_params{{stride, stride}, {0, 0}, {1, 1}, true}, {a, b});
 }
 
+// a [K*OC, T_in] (column index oc*K + k) -> a's type [T_out, OC], T_out = (T_in - 1) s0 + K - 2 p0:
+// out[t, oc] = sum over (t_in, k) with t_in s0 + k = t + p0 of a[oc*K + k, t_in].
+inline node* col2im_1d(node* a, int s0, std::int64_t oc, int p0) {
+    const char* name = "col2im_1d";
+    check_float(name, a, "a");
+    if (!a->lay.is_contiguous()) op_fail(name, errc::shape_mismatch, "a " + desc(a) + " must be contiguous");
+    if (s0 <= 0 || p0 < 0) op_fail(name, errc::invalid_argument, "stride must be > 0 and padding >= 0");
+    if (oc <= 0 || a->lay.ne[0] % oc != 0)
+        op_fail(name, errc::shape_mismatch, "a " + desc(a) + ": dim 0 must be K * OC with OC = " + std::to_string(oc));
+    if (a->lay.ne[2] != 1 || a->lay.ne[3] != 1) op_fail(name, errc::shape_mismatch, "a " + desc(a) + " must be a matrix [K*OC, T_in]");
+    const std::int64_t K = a->lay.ne[0] / oc, t_out = (a->lay.ne[1] - 1) * s0 + K - 2 * static_cast<std::int64_t>(p0);
+    if (t_out <= 0)
+        op_fail(name, errc::shape_mismatch, "padding " + std::to_string(p0) + " leaves no output for a " + desc(a) + " (K " + std::to_string(K) + ")");
+    return make(*a->ctx, a->lay.type, {t_out, oc, 1, 1}, op_kind::col2im_1d, conv_params{{s0, 1}, {p0, 0}, {1, 1}, false}, {a});
+}
+
+inline void check_conv3d_params(std::string_view op, const conv3d_params& p) {
+    for (std::size_t i = 0; i < 3; ++i) {
+        if (p.s[i] <= 0) op_fail(op, errc::invalid_argument, "stride must be > 0");
+        if (p.d[i] <= 0) op_fail(op, errc::invalid_argument, "dilation must be > 0");
+        if (p.p[i] < 0) op_fail(op, errc::invalid_argument, "padding must be >= 0");
+    }
+    if (p.ic <= 0) op_fail(op, errc::invalid_argument, "the channel count IC must be > 0");
+}
+
+// kernel a [KW, KH, KD, IC*OC] (shape only), input b [W, H, D, IC*N] (dim 3 = n*IC + ic)
+// -> [IC*KD*KH*KW, OW, OH, OD*N] (dim 3 = n*OD + od; element ((ic*KD + kd)*KH + kh)*KW + kw).
+inline node* im2col_3d(node* a, node* b, const conv3d_params& p, type_id dst) {
+    const char* name = "im2col_3d";
+    check_not_null(name, a, "kernel");
+    check_float(name, b, "input");
+    check_same_context(name, a, b);
+    check_conv3d_params(name, p);
+    if (dst != type_id::f32 && dst != type_id::f16)
+        op_fail(name, errc::unsupported, "output type " + std::string(type_name(dst)) + " (f32 or f16)");
+    const auto& k = a->lay.ne;
+    const auto& in = b->lay.ne;
+    if (in[3] % p.ic != 0)
+        op_fail(name, errc::shape_mismatch, "input " + desc(b) + ": dim 3 must be IC * N with IC = " + std::to_string(p.ic));
+    const std::int64_t ow = conv_out(name, in[0], k[0], p.s[0], p.p[0], p.d[0], "dim 0");
+    const std::int64_t oh = conv_out(name, in[1], k[1], p.s[1], p.p[1], p.d[1], "dim 1");
+    const std::int64_t od = conv_out(name, in[2], k[2], p.s[2], p.p[2], p.d[2], "dim 2");
+    return make(*b->ctx, dst, {p.ic * k[2] * k[1] * k[0], ow, oh, od * (in[3] / p.ic)}, op_kind::im2col_3d, p, {a, b});
+}
+
+// kernel a [KW, KH, KD, IC*OC] (dim 3 = oc*IC + ic), input b [W, H, D, IC*N] -> f32 [OW, OH, OD, OC*N]
+// (dim 3 = n*OC + oc).
+inline node* conv_3d_direct(node* a, node* b, const conv3d_params& p) {
+    const char* name = "conv_3d";
+    check_float(name, a, "kernel");
+    check_float(name, b, "input");
+    check_same_context(name, a, b);
+    check_conv3d_params(name, p);
+    const auto& k = a->lay.ne;
+    const auto& in = b->lay.ne;
+    if (k[3] % p.ic != 0 || in[3] % p.ic != 0)
+        op_fail(name, errc::shape_mismatch, "kernel " + desc(a) + " and input " + desc(b) + ": dim 3 must be IC * OC and IC * N with IC = " +
+                                                std::to_string(p.ic));
+    const std::int64_t ow = conv_out(name, in[0], k[0], p.s[0], p.p[0], p.d[0], "dim 0");
+    const std::int64_t oh = conv_out(name, in[1], k[1], p.s[1], p.p[1], p.d[1], "dim 1");
+    const std::int64_t od = conv_out(name, in[2], k[2], p.s[2], p.p[2], p.d[2], "dim 2");
+    return make(*b->ctx, type_id::f32, {ow, oh, od, (k[3] / p.ic) * (in[3] / p.ic)}, op_kind::conv_3d, p, {a, b});
+}
+
+// The same convolution as im2col_3d + mul_mat (ggml_conv_3d): f32 [OW, OH, OD, OC*N].
+inline node* conv_3d(node* a, node* b, const conv3d_params& p) {
+    check_float("conv_3d", a, "kernel");
+    node* im = im2col_3d(a, b, p, im2col_type_for(a));  // [IC*KD*KH*KW, OW, OH, OD*N]
+    const auto ie = im->lay.ne;
+    const std::int64_t oc = a->lay.ne[3] / p.ic, n = b->lay.ne[3] / p.ic, od = ie[3] / n;
+    if (!a->lay.is_contiguous()) a = dup(a, a->lay.type, op_kind::cont);
+    node* r = mul_mat(reshape(im, {ie[0], ie[1] * ie[2] * ie[3], 1, 1}), reshape(a, {ie[0], oc, 1, 1}), false);  // [OW*OH*OD*N, OC]
+    r = reshape(r, {ie[1] * ie[2] * od, n, oc, 1});             // [OW*OH*OD, N, OC]
+    r = dup(permute(r, {0, 2, 1, 3}), type_id::f32, op_kind::cont);  // [OW*OH*OD, OC, N]
+    return reshape(r, {ie[1], ie[2], od, oc * n});              // dim 3 = n*OC + oc
+}
+
 inline std::int64_t pool_out(std::string_view op, std::int64_t in, int k, int s, int p, const char* dim) {
     if (k <= 0 || s <= 0 || p < 0) op_fail(op, errc::invalid_argument, "kernel and stride must be > 0, padding >= 0");
     const std::int64_t span = in + 2 * static_cast<std::int64_t>(p) - k;
@@ -281,6 +359,42 @@ tensor<float, 4> conv_transpose_2d_p0(tensor<Tk, 4> kernel, tensor<T, R> b, int 
 }
 inline any_tensor conv_transpose_2d_p0(any_tensor kernel, any_tensor b, int stride) {
     return any_tensor(detail::conv_transpose_2d(kernel.get(), b.get(), stride));
+}
+
+// ---- col2im_1d, im2col_3d, conv_3d ------------------------------------------------------------
+// GEMM columns a [K*OC, T_in] scatter-added to [T_out, OC] (conv_transpose_1d as mul_mat +
+// col2im_1d); a's type.
+template <float_element T, int R>
+    requires(R <= 2)
+tensor<T, 2> col2im_1d(tensor<T, R> a, int s0, std::int64_t oc, int p0 = 0) {
+    return tensor<T, 2>(detail::col2im_1d(a.get(), s0, oc, p0));
+}
+inline any_tensor col2im_1d(any_tensor a, int s0, std::int64_t oc, int p0 = 0) { return any_tensor(detail::col2im_1d(a.get(), s0, oc, p0)); }
+
+// dst f32 or f16 (the kernel is read for its shape only).
+template <tensor_element Tk, int Rk, float_element T, int R>
+tensor<float, 4> im2col_3d(tensor<Tk, Rk> kernel, tensor<T, R> b, const conv3d_params& p) {
+    return tensor<float, 4>(detail::im2col_3d(kernel.get(), b.get(), p, type_id::f32));
+}
+inline any_tensor im2col_3d(any_tensor kernel, any_tensor b, const conv3d_params& p, type_id dst = type_id::f32) {
+    return any_tensor(detail::im2col_3d(kernel.get(), b.get(), p, dst));
+}
+template <float_element Tk, int Rk, float_element T, int R>
+tensor<float, 4> conv_3d(tensor<Tk, Rk> kernel, tensor<T, R> b, const conv3d_params& p) {
+    return tensor<float, 4>(detail::conv_3d(kernel.get(), b.get(), p));
+}
+inline any_tensor conv_3d(any_tensor kernel, any_tensor b, const conv3d_params& p) { return any_tensor(detail::conv_3d(kernel.get(), b.get(), p)); }
+template <float_element Tk, int Rk, float_element T, int R>
+tensor<float, 4> conv_3d_direct(tensor<Tk, Rk> kernel, tensor<T, R> b, const conv3d_params& p) {
+    return tensor<float, 4>(detail::conv_3d_direct(kernel.get(), b.get(), p));
+}
+inline any_tensor conv_3d_direct(any_tensor kernel, any_tensor b, const conv3d_params& p) {
+    return any_tensor(detail::conv_3d_direct(kernel.get(), b.get(), p));
+}
+template <typed_tensor A, typed_tensor B>
+    requires(!float_tensor<A> || !float_tensor<B>)
+void conv_3d(A, B, const conv3d_params&) {
+    static_assert(detail::dependent_false<A, B>, "tessera::graph::conv_3d: kernel and input must be tensors of f32, f16 or bf16");
 }
 
 // ---- pooling ------------------------------------------------------------------------------

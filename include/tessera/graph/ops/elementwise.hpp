@@ -1,11 +1,14 @@
-// Element-wise op builders: add, sub, mul, div (b broadcast over a), the unary ops,
-// sqr/sqrt/log/sin/cos, scale, clamp, leaky_relu, fill, and the gated linear units.
+// Element-wise op builders: add, sub, mul, div (b broadcast over a), the unary ops
+// (xielu with its four parameters), sqr/sqrt/log/sin/cos, scale, clamp, leaky_relu, fill,
+// and the gated linear units.
 //
 // Typed forms take tensor<T, R> of float elements (f32, f16, bf16) and give a's type
 // and rank; a block-typed or integer operand, or a b of higher rank than a, does not
 // compile. The any_tensor forms check the same at run time and throw tessera::error.
 // *_inplace forms write over a and return a view of it.
 #pragma once
+
+#include <cmath>
 
 #include "tessera/graph/ops/common.hpp"
 
@@ -32,6 +35,13 @@ inline node* unary(op_kind op, op_params p, node* a, bool inplace) {
     check_float(name, a, "a");
     if (inplace) return make_inplace(a, op, std::move(p), {a});
     return make(*a->ctx, a->lay.type, a->lay.ne, op, std::move(p), {a});
+}
+
+// unary(a, u): every sub-op but xielu, which has parameters (xielu(a, alpha_n, alpha_p, beta, eps)).
+inline unary_params plain_unary(unary_op u) {
+    if (u == unary_op::xielu)
+        op_fail("xielu", errc::invalid_argument, "xielu has parameters: build it with xielu(a, alpha_n, alpha_p, beta, eps)");
+    return unary_params{u};
 }
 
 inline node* glu(glu_op g, node* a, node* b, bool swapped, float alpha, float limit) {
@@ -95,14 +105,14 @@ TESSERA_BINARY_OP_(div)
 // ---- unary --------------------------------------------------------------------------------
 template <float_element T, int R>
 tensor<T, R> unary(tensor<T, R> a, unary_op u) {
-    return tensor<T, R>(detail::unary(op_kind::unary, unary_params{u}, a.get(), false));
+    return tensor<T, R>(detail::unary(op_kind::unary, detail::plain_unary(u), a.get(), false));
 }
 template <float_element T, int R>
 tensor<T, R> unary_inplace(tensor<T, R> a, unary_op u) {
-    return tensor<T, R>(detail::unary(op_kind::unary, unary_params{u}, a.get(), true));
+    return tensor<T, R>(detail::unary(op_kind::unary, detail::plain_unary(u), a.get(), true));
 }
 inline any_tensor unary(any_tensor a, unary_op u) {
-    return any_tensor(detail::unary(op_kind::unary, unary_params{u}, a.get(), false));
+    return any_tensor(detail::unary(op_kind::unary, detail::plain_unary(u), a.get(), false));
 }
 
 #define TESSERA_UNARY_FN_(NAME, OP, PARAMS)                                                               \
@@ -152,6 +162,28 @@ TESSERA_UNARY_FN_(log, op_kind::log, std::monostate{})
 TESSERA_UNARY_FN_(sin, op_kind::sin, std::monostate{})
 TESSERA_UNARY_FN_(cos, op_kind::cos, std::monostate{})
 #undef TESSERA_UNARY_FN_
+
+// xielu (ggml_xielu): x > 0: softplus(alpha_p) x^2 + beta x; else
+// (beta + softplus(alpha_n)) (expm1(min(x, eps)) - x) + beta x. The node keeps the derived
+// factors, as ggml does (unary_params). No in-place form (ggml has none).
+namespace detail {
+inline float softplus_f32(float x) { return x > 20.0f ? x : std::log(1.0f + std::exp(x)); }
+inline unary_params xielu_params(float alpha_n, float alpha_p, float beta, float eps) {
+    return {unary_op::xielu, beta + softplus_f32(alpha_n), softplus_f32(alpha_p), beta, eps};
+}
+}  // namespace detail
+template <float_element T, int R>
+tensor<T, R> xielu(tensor<T, R> a, float alpha_n, float alpha_p, float beta, float eps) {
+    return tensor<T, R>(detail::unary(op_kind::unary, detail::xielu_params(alpha_n, alpha_p, beta, eps), a.get(), false));
+}
+template <typed_tensor A>
+    requires(!float_tensor<A>)
+void xielu(A, float, float, float, float) {
+    static_assert(detail::dependent_false<A>, "tessera::graph::xielu: the operand must be a tensor of f32, f16 or bf16");
+}
+inline any_tensor xielu(any_tensor a, float alpha_n, float alpha_p, float beta, float eps) {
+    return any_tensor(detail::unary(op_kind::unary, detail::xielu_params(alpha_n, alpha_p, beta, eps), a.get(), false));
+}
 
 // x*s + b
 template <float_element T, int R>

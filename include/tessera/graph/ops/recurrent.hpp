@@ -24,8 +24,22 @@
 //                          y[i] = state[i] . r.
 //   The three return f32 [S*H, T + S*n_s]: the outputs (one row of S*H per token), then
 //   each sequence's final state. State element [i][j] of head h sits at (h*S + i)*S + j.
+//   gated_delta_net(q, k, v, g, beta, state, K)
+//                          Qwen3-Next / Kimi gated delta rule. q, k [S, Hk, T, nq] (nq divides
+//                          n_s), v [S, Hv, T, n_s] (Hk divides Hv: value head h reads q/k head
+//                          h % Hk), g [1 or S, Hv, T, n_s] (log decay: a scalar per head, or per
+//                          channel, "KDA"), beta [1, Hv, T, n_s], state [S, S, Hv, n_s]: element
+//                          (i, j) of a head is M[i][j], i the key index, j the value index. Per
+//                          token: M[i][:] *= exp(g[i]) (KDA; else all of M *= exp(g[0])),
+//                          delta[j] = (v[j] - sum_i M[i][j] k[i]) beta, M[i][j] += k[i] delta[j],
+//                          out[j] = sum_i M[i][j] q[i] / sqrt(S).
+//                          -> f32 [S*Hv, T*n_s + K*S*n_s]: the outputs ([S, Hv, T, n_s]), then K
+//                          state snapshots [S, S, Hv, n_s], newest first (snapshot 0 = the final
+//                          state, snapshot m = m tokens earlier); when T < K the snapshots
+//                          past T - 1 are not written (as in ggml: they belong to the caller).
 //
-// All inputs are f32; the linear-attention inputs must be contiguous.
+// All inputs are f32; the linear-attention inputs must be contiguous (gated_delta_net: q, k,
+// v with contiguous rows; g, beta and the state contiguous).
 #pragma once
 
 #include "tessera/graph/ops/common.hpp"
@@ -123,6 +137,30 @@ inline node* rwkv_wkv7(node* r, node* w, node* k, node* v, node* a, node* b, nod
     return make(*r->ctx, type_id::f32, {S * H, T + S * n_s, 1, 1}, op_kind::rwkv_wkv7, {}, {r, w, k, v, a, b, state});
 }
 
+inline node* gated_delta_net(node* q, node* k, node* v, node* g, node* beta, node* state, std::int64_t K) {
+    const char* name = "gated_delta_net";
+    for (auto [n, w] : {std::pair{q, "q"}, {k, "k"}, {v, "v"}, {g, "g"}, {beta, "beta"}, {state, "state"}}) {
+        check_type(name, n, type_id::f32, w);
+        check_same_context(name, q, n);
+    }
+    for (auto [n, w] : {std::pair{q, "q"}, {k, "k"}, {v, "v"}}) check_rows_contiguous(name, n, w);
+    for (auto [n, w] : {std::pair{g, "g"}, {beta, "beta"}, {state, "state"}})
+        if (!n->lay.is_contiguous()) op_fail(name, errc::shape_mismatch, std::string("operand ") + w + " " + desc(n) + " must be contiguous");
+    const std::int64_t S = v->lay.ne[0], Hv = v->lay.ne[1], T = v->lay.ne[2], n_s = v->lay.ne[3];
+    const std::int64_t Hk = q->lay.ne[1];
+    if (q->lay.ne[0] != S || q->lay.ne[2] != T || Hk <= 0 || Hv % Hk != 0 || q->lay.ne[3] <= 0 || n_s % q->lay.ne[3] != 0)
+        op_fail(name, errc::shape_mismatch, "q " + desc(q) + " must be [S, Hk, T, nq] with Hk dividing Hv and nq dividing n_s, for v " + desc(v));
+    if (k->lay.ne[0] != S || k->lay.ne[1] != Hk || k->lay.ne[2] != T || n_s % k->lay.ne[3] != 0)
+        op_fail(name, errc::shape_mismatch, "k " + desc(k) + " must have q's shape " + q->lay.to_string() + " (up to the sequence count)");
+    if ((g->lay.ne[0] != 1 && g->lay.ne[0] != S) || g->lay.ne[1] != Hv || g->lay.ne[2] != T || g->lay.ne[3] != n_s)
+        op_fail(name, errc::shape_mismatch, "g " + desc(g) + " must be [1 or S, Hv, T, n_s] for v " + desc(v));
+    check_ne(name, beta, "beta", {1, Hv, T, n_s});
+    check_ne(name, state, "state", {S, S, Hv, n_s});
+    if (K < 1) op_fail(name, errc::invalid_argument, "the snapshot count K must be >= 1 (got " + std::to_string(K) + ")");
+    return make(*q->ctx, type_id::f32, {S * Hv, T * n_s + K * S * n_s, 1, 1}, op_kind::gated_delta_net, gated_delta_net_params{K},
+                {q, k, v, g, beta, state});
+}
+
 }  // namespace detail
 
 inline tensor<float, 3> ssm_conv(tensor<float, 3> sx, tensor<float, 2> c) { return tensor<float, 3>(detail::ssm_conv(sx.get(), c.get())); }
@@ -158,6 +196,21 @@ inline tensor<float, 2> rwkv_wkv7(tensor<float, 3> r, tensor<float, 3> w, tensor
 }
 inline any_tensor rwkv_wkv7(any_tensor r, any_tensor w, any_tensor k, any_tensor v, any_tensor a, any_tensor b, any_tensor state) {
     return any_tensor(detail::rwkv_wkv7(r.get(), w.get(), k.get(), v.get(), a.get(), b.get(), state.get()));
+}
+
+template <int Rq, int Rk, int Rv, int Rg, int Rb, int Rs>
+tensor<float, 2> gated_delta_net(tensor<float, Rq> q, tensor<float, Rk> k, tensor<float, Rv> v, tensor<float, Rg> g,
+                                 tensor<float, Rb> beta, tensor<float, Rs> state, std::int64_t K = 1) {
+    return tensor<float, 2>(detail::gated_delta_net(q.get(), k.get(), v.get(), g.get(), beta.get(), state.get(), K));
+}
+template <typed_tensor Q, typed_tensor K, typed_tensor V, typed_tensor G, typed_tensor B, typed_tensor S>
+    requires(!(f32_tensor<Q> && f32_tensor<K> && f32_tensor<V> && f32_tensor<G> && f32_tensor<B> && f32_tensor<S>))
+void gated_delta_net(Q, K, V, G, B, S, std::int64_t = 1) {
+    static_assert(detail::dependent_false<Q, K, V, G, B, S>, "tessera::graph::gated_delta_net: every operand must be a tensor<float, R>");
+}
+inline any_tensor gated_delta_net(any_tensor q, any_tensor k, any_tensor v, any_tensor g, any_tensor beta, any_tensor state,
+                                  std::int64_t K = 1) {
+    return any_tensor(detail::gated_delta_net(q.get(), k.get(), v.get(), g.get(), beta.get(), state.get(), K));
 }
 
 }  // namespace graph
