@@ -62,10 +62,10 @@ void check_gemm() {
                 for (float& v : yf) v = nd(rng);
                 std::vector<quant::block_q8_0> yq(static_cast<std::size_t>(n * nb));
                 quant::quantize(type_id::q8_0, yf.data(), yq.data(), n, k);
-                const std::size_t ys = kernels::qgemm_act_row_bytes(k);
+                const std::size_t ys = kernels::qgemm_act_row_bytes(tid, k);
                 std::vector<std::byte> yp(ys * static_cast<std::size_t>(n));
                 for (std::int64_t c = 0; c < n; ++c)
-                    kernels::qgemm_pack_act(k, yq.data() + c * nb, yp.data() + static_cast<std::size_t>(c) * ys);
+                    kernels::qgemm_pack_act<B>(k, yq.data() + c * nb, yp.data() + static_cast<std::size_t>(c) * ys);
                 // the definition in double
                 std::vector<double> want(static_cast<std::size_t>(n * m)), mag(want.size());
                 for (std::int64_t c = 0; c < n; ++c)
@@ -90,7 +90,7 @@ void check_gemm() {
                     CAPTURE(n);
                     const std::size_t ldo = static_cast<std::size_t>(m) + 3;
                     std::vector<float> out(ldo * static_cast<std::size_t>(n), -7.0f);
-                    auto* work = static_cast<std::byte*>(::operator new(kernels::qgemm_work_bytes(k), std::align_val_t(64)));
+                    auto* work = static_cast<std::byte*>(::operator new(kernels::qgemm_work_bytes(tid, k), std::align_val_t(64)));
                     simd::kernel_for<K>(arch)(k, m, n, reinterpret_cast<const B*>(x.data()), xs, yp.data(), ys, out.data(), ldo, work);
                     ::operator delete(work, std::align_val_t(64));
                     int bad = 0;
@@ -171,10 +171,10 @@ TEST_CASE("quantized GEMM q4_K x q8_K: every arch equals the definition and the 
                 for (float& v : yf) v = nd(rng);
                 std::vector<quant::block_q8_K> yq(static_cast<std::size_t>(n * nsb));
                 quant::quantize(type_id::q8_K, yf.data(), yq.data(), n, k);
-                const std::size_t ys = kernels::qgemm_act_row_bytes(k);
+                const std::size_t ys = kernels::qgemm_act_row_bytes(tid, k);
                 std::vector<std::byte> yp(ys * static_cast<std::size_t>(n));
                 for (std::int64_t c = 0; c < n; ++c)
-                    kernels::qgemm_pack_act(k, yq.data() + c * nsb, yp.data() + static_cast<std::size_t>(c) * ys);
+                    kernels::qgemm_pack_act<quant::block_q4_K>(k, yq.data() + c * nsb, yp.data() + static_cast<std::size_t>(c) * ys);
                 std::vector<double> want(static_cast<std::size_t>(n * m)), mag(want.size());
                 for (std::int64_t c = 0; c < n; ++c)
                     for (std::int64_t r = 0; r < m; ++r) {
@@ -209,7 +209,7 @@ TEST_CASE("quantized GEMM q4_K x q8_K: every arch equals the definition and the 
                     CAPTURE(n);
                     const std::size_t ldo = static_cast<std::size_t>(m) + 3;
                     std::vector<float> out(ldo * static_cast<std::size_t>(n), -7.0f);
-                    auto* work = static_cast<std::byte*>(::operator new(kernels::qgemm_work_bytes(k), std::align_val_t(64)));
+                    auto* work = static_cast<std::byte*>(::operator new(kernels::qgemm_work_bytes(tid, k), std::align_val_t(64)));
                     simd::kernel_for<kernels::gemm_q4_K>(arch)(k, m, n, reinterpret_cast<const quant::block_q4_K*>(x.data()), xs,
                                                                yp.data(), ys, out.data(), ldo, work);
                     ::operator delete(work, std::align_val_t(64));
