@@ -54,7 +54,11 @@ namespace kernels {
 // q3_K, q6_K). A group is 16 lanes; one 512-bit vector holds four bytes of each lane.
 inline constexpr std::int64_t qgemm_group = 16;  // lanes per packed group
 inline constexpr std::int64_t qgemm_panel = 16;  // weight rows packed at a time
-inline constexpr int qgemm_rm = 4, qgemm_rn = 4;
+// Tiles are qgemm_rm x qgemm_rn outputs: 2 x 4 (4 x 4 has 16 i32 and 16 f32 accumulators,
+// and GCC, out of vector registers, reloads the weights for every vpdpbusd: 2 x 4 is 9-15 %
+// faster). Fewer than qgemm_rn columns take 4-row tiles (one pass over each quad record
+// group in memory order, for the repacked matrix x vector).
+inline constexpr int qgemm_rm = 2, qgemm_rn = 4, qgemm_rm_narrow = 4;
 
 // Elements per lane of t's packed GEMM (gemm.hpp, gemm_lanes.hpp); 0 when t has none.
 constexpr int qgemm_lane(type_id t) noexcept {
@@ -281,8 +285,9 @@ struct w_rows4 {
     static constexpr bool q4 = std::is_same_v<B, qg::block_q4_0>;
     static constexpr std::size_t rec_bytes = q4 ? 288 : 544, qbytes = q4 ? 256 : 512;
     const std::byte* quad;
+    int first = 0;  // the tile's first row in the quad
     TESSERA_ALWAYS_INLINE const std::byte* rec(int i, std::int64_t g) const {
-        return quad + (static_cast<std::size_t>(g) * 4 + static_cast<std::size_t>(i)) * rec_bytes;
+        return quad + (static_cast<std::size_t>(g) * 4 + static_cast<std::size_t>(first + i)) * rec_bytes;
     }
     template <class V>
     static TESSERA_ALWAYS_INLINE typename V::vi q(const std::byte* r, int t, int h) {
@@ -338,10 +343,9 @@ void qgemm_pack_w(std::int64_t k, std::int64_t rows, const B* x, std::size_t xs,
 
 // One RM x RN tile: rows w[0..RM) of a packed panel (row_bytes apart) x RN packed
 // activation rows.
-template <class A, class V, class B, int RN, class W>
+template <class A, class V, class B, int RM, int RN, class W>
 TESSERA_ALWAYS_INLINE void qgemm_tile(std::int64_t ng, W w, const std::byte* y, std::size_t ys, float* out, std::size_t ldo,
                                       std::int64_t rows) {
-    constexpr int RM = qgemm_rm;
     constexpr bool q8 = std::is_same_v<B, qg::block_q8_0>;
     constexpr bool vnni = at_least<A, simd::avx512vnni> && std::is_same_v<V, qv512<A>>;
     constexpr bool sign_path = q8 && !vnni;
@@ -394,30 +398,38 @@ TESSERA_ALWAYS_INLINE void qgemm_tile(std::int64_t ng, W w, const std::byte* y, 
 }
 
 // A tile of min(4, cols) columns.
-template <class A, class V, class B, class W>
+template <class A, class V, class B, int RM, class W>
 TESSERA_ALWAYS_INLINE void qgemm_tile_n(std::int64_t cols, std::int64_t ng, W w, const std::byte* y, std::size_t ys,
                                         float* out, std::size_t ldo, std::int64_t rows) {
     switch (cols) {
-        case 1: qgemm_tile<A, V, B, 1>(ng, w, y, ys, out, ldo, rows); break;
-        case 2: qgemm_tile<A, V, B, 2>(ng, w, y, ys, out, ldo, rows); break;
-        case 3: qgemm_tile<A, V, B, 3>(ng, w, y, ys, out, ldo, rows); break;
-        default: qgemm_tile<A, V, B, 4>(ng, w, y, ys, out, ldo, rows); break;
+        case 1: qgemm_tile<A, V, B, RM, 1>(ng, w, y, ys, out, ldo, rows); break;
+        case 2: qgemm_tile<A, V, B, RM, 2>(ng, w, y, ys, out, ldo, rows); break;
+        case 3: qgemm_tile<A, V, B, RM, 3>(ng, w, y, ys, out, ldo, rows); break;
+        default: qgemm_tile<A, V, B, RM, 4>(ng, w, y, ys, out, ldo, rows); break;
     }
 }
 
 // Rows [0, pr) of a panel in repacked quads (quad bytes apart, from x) times n columns:
 // the column tiles outside, so the panel's records stay in L1/L2 across the columns.
-template <class A, class V, class B>
-TESSERA_ALWAYS_INLINE void qgemm_r4_panel(std::int64_t ng, const std::byte* x, std::size_t quad, std::int64_t pr, std::int64_t n,
+template <class A, class V, class B, int RM>
+TESSERA_ALWAYS_INLINE void qgemm_r4_sweep(std::int64_t ng, const std::byte* x, std::size_t quad, std::int64_t pr, std::int64_t n,
                                           const std::byte* y, std::size_t ys, float* out, std::size_t ldo) {
     for (std::int64_t c = 0; c < n; c += qgemm_rn) {
         const std::byte* yc = y + static_cast<std::size_t>(c) * ys;
-        for (std::int64_t r = 0; r < pr; r += qgemm_rm) {
-            const w_rows4<B> wr{x + static_cast<std::size_t>(r / 4) * quad};
-            qgemm_tile_n<A, V, B>(n - c, ng, wr, yc, ys, out + static_cast<std::size_t>(c) * ldo + static_cast<std::size_t>(r), ldo,
-                                  pr - r);
+        for (std::int64_t r = 0; r < pr; r += RM) {
+            const w_rows4<B> wr{x + static_cast<std::size_t>(r / 4) * quad, static_cast<int>(r % 4)};
+            qgemm_tile_n<A, V, B, RM>(n - c, ng, wr, yc, ys, out + static_cast<std::size_t>(c) * ldo + static_cast<std::size_t>(r), ldo,
+                                      pr - r);
         }
     }
+}
+template <class A, class V, class B>
+TESSERA_ALWAYS_INLINE void qgemm_r4_panel(std::int64_t ng, const std::byte* x, std::size_t quad, std::int64_t pr, std::int64_t n,
+                                          const std::byte* y, std::size_t ys, float* out, std::size_t ldo) {
+    if (n < qgemm_rn)
+        qgemm_r4_sweep<A, V, B, qgemm_rm_narrow>(ng, x, quad, pr, n, y, ys, out, ldo);
+    else
+        qgemm_r4_sweep<A, V, B, qgemm_rm>(ng, x, quad, pr, n, y, ys, out, ldo);
 }
 
 // Plain rows: each panel of 16 rows is repacked into the work buffer, then swept.
@@ -534,8 +546,9 @@ struct w_k4_panel {  // qgemm_pack_w_k4's panel: nibbles, then d*sc and dmin*m a
 struct w_k4_rows4 {  // one quad of a repacked q4_K matrix (296-byte records)
     static constexpr std::size_t rec_bytes = 296;
     const std::byte* quad;
+    int first = 0;  // the tile's first row in the quad
     TESSERA_ALWAYS_INLINE const std::byte* rec(int i, std::int64_t g) const {
-        return quad + (static_cast<std::size_t>(g) * 4 + static_cast<std::size_t>(i)) * rec_bytes;
+        return quad + (static_cast<std::size_t>(g) * 4 + static_cast<std::size_t>(first + i)) * rec_bytes;
     }
     template <class V>
     static TESSERA_ALWAYS_INLINE void scales(const std::byte* r, int h, typename V::vf& sf, typename V::vf& mf) {
@@ -588,10 +601,9 @@ void qgemm_pack_w_k4(std::int64_t k, std::int64_t rows, const qg::block_q4_K* x,
     }
 }
 
-template <class A, class V, int RN, class W>
+template <class A, class V, int RM, int RN, class W>
 TESSERA_ALWAYS_INLINE void qgemm_tile_k4(std::int64_t ng, W w, const std::byte* y, std::size_t ys, float* out, std::size_t ldo,
                                          std::int64_t rows) {
-    constexpr int RM = qgemm_rm;
     using vi = typename V::vi;
     using vf = typename V::vf;
     constexpr int step = 64 / V::halves;
@@ -630,15 +642,35 @@ TESSERA_ALWAYS_INLINE void qgemm_tile_k4(std::int64_t ng, W w, const std::byte* 
         for (int i = 0; i < RM; ++i)
             if (i < rows) out[static_cast<std::size_t>(j) * ldo + static_cast<std::size_t>(i)] = V::hsum(f[i][j]);
 }
-template <class A, class V, class W>
+template <class A, class V, int RM, class W>
 TESSERA_ALWAYS_INLINE void qgemm_tile_k4_n(std::int64_t cols, std::int64_t ng, W w, const std::byte* y, std::size_t ys,
                                            float* out, std::size_t ldo, std::int64_t rows) {
     switch (cols) {
-        case 1: qgemm_tile_k4<A, V, 1>(ng, w, y, ys, out, ldo, rows); break;
-        case 2: qgemm_tile_k4<A, V, 2>(ng, w, y, ys, out, ldo, rows); break;
-        case 3: qgemm_tile_k4<A, V, 3>(ng, w, y, ys, out, ldo, rows); break;
-        default: qgemm_tile_k4<A, V, 4>(ng, w, y, ys, out, ldo, rows); break;
+        case 1: qgemm_tile_k4<A, V, RM, 1>(ng, w, y, ys, out, ldo, rows); break;
+        case 2: qgemm_tile_k4<A, V, RM, 2>(ng, w, y, ys, out, ldo, rows); break;
+        case 3: qgemm_tile_k4<A, V, RM, 3>(ng, w, y, ys, out, ldo, rows); break;
+        default: qgemm_tile_k4<A, V, RM, 4>(ng, w, y, ys, out, ldo, rows); break;
     }
+}
+
+// Rows [0, pr) of a panel times n columns; w_at(r) gives row r's weight access.
+template <class A, class V, int RM, class F>
+TESSERA_ALWAYS_INLINE void qgemm_k4_sweep(std::int64_t ng, F w_at, std::int64_t pr, std::int64_t n, const std::byte* y, std::size_t ys,
+                                          float* out, std::size_t ldo) {
+    for (std::int64_t c = 0; c < n; c += qgemm_rn) {
+        const std::byte* yc = y + static_cast<std::size_t>(c) * ys;
+        for (std::int64_t r = 0; r < pr; r += RM)
+            qgemm_tile_k4_n<A, V, RM>(n - c, ng, w_at(r), yc, ys, out + static_cast<std::size_t>(c) * ldo + static_cast<std::size_t>(r), ldo,
+                                      pr - r);
+    }
+}
+template <class A, class V, class F>
+TESSERA_ALWAYS_INLINE void qgemm_k4_panel(std::int64_t ng, F w_at, std::int64_t pr, std::int64_t n, const std::byte* y, std::size_t ys,
+                                          float* out, std::size_t ldo) {
+    if (n < qgemm_rn)
+        qgemm_k4_sweep<A, V, qgemm_rm_narrow>(ng, w_at, pr, n, y, ys, out, ldo);
+    else
+        qgemm_k4_sweep<A, V, qgemm_rm>(ng, w_at, pr, n, y, ys, out, ldo);
 }
 
 template <class A, class V>
@@ -650,14 +682,8 @@ void qgemm_k4_wide(std::int64_t k, std::int64_t m, std::int64_t n, const qg::blo
     for (std::int64_t p0 = 0; p0 < m; p0 += qgemm_panel) {
         const std::int64_t pr = m - p0 < qgemm_panel ? m - p0 : qgemm_panel;
         qgemm_pack_w_k4<A>(k, pr, reinterpret_cast<const qg::block_q4_K*>(xb + static_cast<std::size_t>(p0) * xs), xs, work);
-        for (std::int64_t c = 0; c < n; c += qgemm_rn) {
-            const std::byte* yc = y + static_cast<std::size_t>(c) * ys;
-            for (std::int64_t r = 0; r < pr; r += qgemm_rm) {
-                const w_k4_panel wr{work + static_cast<std::size_t>(r) * w_row, w_row};
-                float* o = out + static_cast<std::size_t>(c) * ldo + static_cast<std::size_t>(p0 + r);
-                qgemm_tile_k4_n<A, V>(n - c, ng, wr, yc, ys, o, ldo, pr - r);
-            }
-        }
+        const auto w_at = [&](std::int64_t r) { return w_k4_panel{work + static_cast<std::size_t>(r) * w_row, w_row}; };
+        qgemm_k4_panel<A, V>(ng, w_at, pr, n, y, ys, out + p0, ldo);
     }
 }
 template <class A, class V>
@@ -667,14 +693,10 @@ void qgemm_k4_rows4(std::int64_t k, std::int64_t m, std::int64_t n, const std::b
     const std::size_t quad = static_cast<std::size_t>(4 * ng) * w_k4_rows4::rec_bytes;
     for (std::int64_t p0 = 0; p0 < m; p0 += qgemm_panel) {
         const std::int64_t pr = m - p0 < qgemm_panel ? m - p0 : qgemm_panel;
-        for (std::int64_t c = 0; c < n; c += qgemm_rn) {
-            const std::byte* yc = y + static_cast<std::size_t>(c) * ys;
-            for (std::int64_t r = 0; r < pr; r += qgemm_rm) {
-                const w_k4_rows4 wr{x + static_cast<std::size_t>((p0 + r) / 4) * quad};
-                float* o = out + static_cast<std::size_t>(c) * ldo + static_cast<std::size_t>(p0 + r);
-                qgemm_tile_k4_n<A, V>(n - c, ng, wr, yc, ys, o, ldo, 4);
-            }
-        }
+        const auto w_at = [&](std::int64_t r) {
+            return w_k4_rows4{x + static_cast<std::size_t>((p0 + r) / 4) * quad, static_cast<int>(r % 4)};
+        };
+        qgemm_k4_panel<A, V>(ng, w_at, pr, n, y, ys, out + p0, ldo);
     }
 }
 

@@ -296,12 +296,6 @@ struct lane_codec<quant::block_tq2_0> {  // 8 lanes of 32: 2-bit q, w = q - 1
     }
 };
 
-// Tile: lane_rm rows x lane_rn columns. With 4 x 4 (16 i32 and 16 f32 accumulators) GCC
-// runs out of the 32 vector registers and reloads the weights for every vpdpbusd; 2 x 4
-// keeps the two weight vectors of a step in registers (about 15 % faster for q5_K / q6_K).
-inline constexpr int lane_rm = 2, lane_rn = 4;
-static_assert(qgemm_panel % lane_rm == 0);
-
 // Record of one group of 16 lanes in the panel: u bytes (x16 order), a[16], b[16] if min.
 template <class C>
 inline constexpr std::size_t lane_rec_bytes = static_cast<std::size_t>(16 * C::lane) + 64 + (C::min ? 64 : 0);
@@ -407,7 +401,7 @@ TESSERA_ALWAYS_INLINE void lanes_to_x16(const std::uint8_t* in, std::byte* out, 
 
 // Rows [0, rows) of x (rows <= qgemm_panel) decoded into panel rows w_row bytes apart, a
 // group (16 lanes: 16 blocks of 32, or one or two super-blocks) at a time; lanes past
-// k / lane and the rows up to the next multiple of lane_rm are zero.
+// k / lane and the rows up to the next multiple of qgemm_rm are zero.
 template <class A, class V, class B>
 void lane_pack_w(std::int64_t k, std::int64_t rows, const B* x, std::size_t xs, std::byte* w, std::size_t w_row) {
     using C = lane_codec<B>;
@@ -416,7 +410,7 @@ void lane_pack_w(std::int64_t k, std::int64_t rows, const B* x, std::size_t xs, 
     constexpr std::uint32_t flip = C::wide && lane_vnni<A, V> ? 0x80808080u : 0u;
     const std::int64_t nb = k / qk, ng = qgemm_groups(k, C::lane);
     const auto* xb = reinterpret_cast<const unsigned char*>(x);
-    for (std::int64_t r = 0; r < (rows + lane_rm - 1) / lane_rm * lane_rm; ++r) {
+    for (std::int64_t r = 0; r < (rows + qgemm_rm - 1) / qgemm_rm * qgemm_rm; ++r) {
         std::byte* row = w + static_cast<std::size_t>(r) * w_row;
         if (r >= rows) {
             std::memset(row, 0, w_row);
@@ -445,7 +439,7 @@ void lane_pack_w(std::int64_t k, std::int64_t rows, const B* x, std::size_t xs, 
 template <class A, class V, class C, int RN>
 TESSERA_ALWAYS_INLINE void lane_tile(std::int64_t ng, const std::byte* w, std::size_t w_row, const std::byte* y, std::size_t ys,
                                      float* out, std::size_t ldo, std::int64_t rows) {
-    constexpr int RM = lane_rm, T = C::lane / 4;
+    constexpr int RM = qgemm_rm, T = C::lane / 4;
     constexpr bool vnni = lane_vnni<A, V>;
     constexpr bool sign_path = C::wide && !vnni;
     constexpr int off = lane_offset<C, vnni>, shift = lane_log2(off);
@@ -510,7 +504,7 @@ TESSERA_ALWAYS_INLINE void lane_tile_n(std::int64_t cols, std::int64_t ng, const
         case 1: lane_tile<A, V, C, 1>(ng, w, w_row, y, ys, out, ldo, rows); break;
         case 2: lane_tile<A, V, C, 2>(ng, w, w_row, y, ys, out, ldo, rows); break;
         case 3: lane_tile<A, V, C, 3>(ng, w, w_row, y, ys, out, ldo, rows); break;
-        default: lane_tile<A, V, C, lane_rn>(ng, w, w_row, y, ys, out, ldo, rows); break;
+        default: lane_tile<A, V, C, qgemm_rn>(ng, w, w_row, y, ys, out, ldo, rows); break;
     }
 }
 
@@ -526,9 +520,9 @@ void lane_gemm_wide(std::int64_t k, std::int64_t m, std::int64_t n, const B* x, 
     for (std::int64_t p0 = 0; p0 < m; p0 += qgemm_panel) {
         const std::int64_t pr = m - p0 < qgemm_panel ? m - p0 : qgemm_panel;
         lane_pack_w<A, V>(k, pr, reinterpret_cast<const B*>(xb + static_cast<std::size_t>(p0) * xs), xs, work, w_row);
-        for (std::int64_t c = 0; c < n; c += lane_rn) {
+        for (std::int64_t c = 0; c < n; c += qgemm_rn) {
             const std::byte* yc = y + static_cast<std::size_t>(c) * ys;
-            for (std::int64_t r = 0; r < pr; r += lane_rm)
+            for (std::int64_t r = 0; r < pr; r += qgemm_rm)
                 lane_tile_n<A, V, C>(n - c, ng, work + static_cast<std::size_t>(r) * w_row, w_row, yc, ys,
                                      out + static_cast<std::size_t>(c) * ldo + static_cast<std::size_t>(p0 + r), ldo, pr - r);
         }
