@@ -1,6 +1,6 @@
 // mul_mat through the CPU backend: 4096 x 4096 weights times N = 1, 64, 512 f32 columns,
-// at 1 and 2 threads, for f32, f16, bf16, q8_0, q4_0, q4_K, q6_K weights in a CPU
-// buffer and for q4_0 / q8_0 / q4_K weights in the CPU_REPACK buffer (backend/repack.hpp,
+// at 1 and 2 threads, for f32, f16, bf16, q8_0, q4_0, q4_K, q6_K, q5_K, q3_K, q2_K, iq4_xs,
+// iq4_nl, q5_0, q4_1, tq2_0 weights in a CPU buffer and for q4_0 / q8_0 / q4_K weights in the CPU_REPACK buffer (backend/repack.hpp,
 // names ending in "_repack").
 //
 //   N >= 64  GFLOP/s and fma_ratio = GFLOP/s / the f32 FMA peak measured in this process
@@ -129,4 +129,12 @@ BENCHMARK_CAPTURE(bm_mul_mat, q4_0_repack, type_id::q4_0, true)->Apply(args);
 BENCHMARK_CAPTURE(bm_mul_mat, q4_K, type_id::q4_K, false)->Apply(args);
 BENCHMARK_CAPTURE(bm_mul_mat, q4_K_repack, type_id::q4_K, true)->Apply(args);
 BENCHMARK_CAPTURE(bm_mul_mat, q6_K, type_id::q6_K, false)->Apply(args);
+BENCHMARK_CAPTURE(bm_mul_mat, q5_K, type_id::q5_K, false)->Apply(args);
+BENCHMARK_CAPTURE(bm_mul_mat, q3_K, type_id::q3_K, false)->Apply(args);
+BENCHMARK_CAPTURE(bm_mul_mat, q2_K, type_id::q2_K, false)->Apply(args);
+BENCHMARK_CAPTURE(bm_mul_mat, iq4_xs, type_id::iq4_xs, false)->Apply(args);
+BENCHMARK_CAPTURE(bm_mul_mat, iq4_nl, type_id::iq4_nl, false)->Apply(args);
+BENCHMARK_CAPTURE(bm_mul_mat, q5_0, type_id::q5_0, false)->Apply(args);
+BENCHMARK_CAPTURE(bm_mul_mat, q4_1, type_id::q4_1, false)->Apply(args);
+BENCHMARK_CAPTURE(bm_mul_mat, tq2_0, type_id::tq2_0, false)->Apply(args);
 }  // namespace

@@ -732,17 +732,19 @@ TEST_CASE("ops: diag_mask_inf, diag_mask_zero, repeat, concat") {
 }
 
 TEST_CASE("ops: block-type weights: mul_mat (activations quantized to the dot partner), get_rows, cpy and set_rows into blocks") {
-    const type_id qtypes[] = {type_id::q4_0, type_id::q4_1, type_id::q5_0, type_id::q5_1, type_id::q8_0, type_id::iq4_nl,
-                              type_id::mxfp4, type_id::q2_K, type_id::q3_K, type_id::q4_K, type_id::q5_K, type_id::q6_K,
-                              type_id::iq4_xs};
+    const type_id qtypes[] = {type_id::q4_0, type_id::q4_1, type_id::q5_0, type_id::q5_1, type_id::q8_0, type_id::q8_1,
+                              type_id::iq4_nl, type_id::mxfp4, type_id::q2_K, type_id::q3_K, type_id::q4_K, type_id::q5_K,
+                              type_id::q6_K, type_id::iq4_xs, type_id::tq1_0, type_id::tq2_0};
     for (type_id t : qtypes) {
-        for (const auto& mnb : {std::array<std::int64_t, 3>{16, 1, 1}, {19, 7, 2}, {70, 9, 1}}) {
-            const std::int64_t M = mnb[0], N = mnb[1], B2 = mnb[2];
-            check("mul_mat " + tn(t) + " M" + std::to_string(M) + " N" + std::to_string(N),
+        // N = 1 runs the gemv path, N >= 4 the packed GEMM (2 x 4 / 4 x 4 tiles, 16-row panels,
+        // 16-lane groups: K = 768 leaves half a group of 32-element lanes, M = 37 a partial panel)
+        for (const auto& mnbk : {std::array<std::int64_t, 4>{16, 1, 1, 256}, {19, 7, 2, 256}, {70, 9, 1, 256}, {37, 5, 1, 768}, {20, 13, 1, 512}}) {
+            const std::int64_t M = mnbk[0], N = mnbk[1], B2 = mnbk[2], K = mnbk[3];
+            check("mul_mat " + tn(t) + " M" + std::to_string(M) + " N" + std::to_string(N) + " K" + std::to_string(K),
                   [&](context& ctx) {
                       built b;
-                      node* a = ctx.new_tensor(t, {256, M, 1, 1});
-                      node* x = ctx.new_tensor(type_id::f32, {256, N, B2, 1});
+                      node* a = ctx.new_tensor(t, {K, M, 1, 1});
+                      node* x = ctx.new_tensor(type_id::f32, {K, N, B2, 1});
                       b.out = mul_mat(any_tensor(a), any_tensor(x)).get();
                       b.inputs = {a, x};
                       b.max_nmse = 5e-4;
@@ -754,7 +756,7 @@ TEST_CASE("ops: block-type weights: mul_mat (activations quantized to the dot pa
                           for (std::int64_t n = 0; n < N; ++n)
                               for (std::int64_t m = 0; m < M; ++m) {
                                   double s = 0;
-                                  for (std::int64_t kk = 0; kk < 256; ++kk) s += in[0].at(kk, m) * in[1].at(kk, n, i2);
+                                  for (std::int64_t kk = 0; kk < K; ++kk) s += in[0].at(kk, m) * in[1].at(kk, n, i2);
                                   o.at(m, n, i2) = s;
                               }
                       return o;

@@ -1,9 +1,10 @@
-// The packed quantized GEMM (kernels/quant/gemm.hpp) against a double-precision
+// The packed quantized GEMM (kernels/quant/gemm.hpp, gemm_lanes.hpp) against a double-precision
 // definition: out[n][m] = sum_b d_x[m,b] * d_y[n,b] * sum_t wq[m,b,t] * yq[n,b,t], on
 // every arch the machine has, for row counts and column counts around the tile sizes
 // (4 x 4 tiles, 16-row panels) and block counts around the 16-block groups; the
 // repacked-weight kernels (gemm_*_rows4) give the same bits as the plain-layout ones;
-// q4_K x q8_K the same, against its own definition and the gemv path.
+// q4_K x q8_K the same, against its own definition and the gemv path; every other type
+// with a vec_dot (the lane kernels) against its definition and its gemv.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -12,6 +13,8 @@
 #include <vector>
 
 #include "tessera/kernels/quant/gemm.hpp"
+#include "tessera/kernels/quant/gemm_lanes.hpp"
+#include "tessera/kernels/quant/table.hpp"
 #include "tessera/kernels/quant/repack.hpp"
 #include "tessera/kernels/quant/vec_dot.hpp"
 #include "tessera/quant/reference.hpp"
@@ -62,10 +65,10 @@ void check_gemm() {
                 for (float& v : yf) v = nd(rng);
                 std::vector<quant::block_q8_0> yq(static_cast<std::size_t>(n * nb));
                 quant::quantize(type_id::q8_0, yf.data(), yq.data(), n, k);
-                const std::size_t ys = kernels::qgemm_act_row_bytes(k);
+                const std::size_t ys = kernels::qgemm_act_row_bytes(tid, k);
                 std::vector<std::byte> yp(ys * static_cast<std::size_t>(n));
                 for (std::int64_t c = 0; c < n; ++c)
-                    kernels::qgemm_pack_act(k, yq.data() + c * nb, yp.data() + static_cast<std::size_t>(c) * ys);
+                    kernels::qgemm_pack_act<B>(k, yq.data() + c * nb, yp.data() + static_cast<std::size_t>(c) * ys);
                 // the definition in double
                 std::vector<double> want(static_cast<std::size_t>(n * m)), mag(want.size());
                 for (std::int64_t c = 0; c < n; ++c)
@@ -90,7 +93,7 @@ void check_gemm() {
                     CAPTURE(n);
                     const std::size_t ldo = static_cast<std::size_t>(m) + 3;
                     std::vector<float> out(ldo * static_cast<std::size_t>(n), -7.0f);
-                    auto* work = static_cast<std::byte*>(::operator new(kernels::qgemm_work_bytes(k), std::align_val_t(64)));
+                    auto* work = static_cast<std::byte*>(::operator new(kernels::qgemm_work_bytes(tid, k), std::align_val_t(64)));
                     simd::kernel_for<K>(arch)(k, m, n, reinterpret_cast<const B*>(x.data()), xs, yp.data(), ys, out.data(), ldo, work);
                     ::operator delete(work, std::align_val_t(64));
                     int bad = 0;
@@ -171,10 +174,10 @@ TEST_CASE("quantized GEMM q4_K x q8_K: every arch equals the definition and the 
                 for (float& v : yf) v = nd(rng);
                 std::vector<quant::block_q8_K> yq(static_cast<std::size_t>(n * nsb));
                 quant::quantize(type_id::q8_K, yf.data(), yq.data(), n, k);
-                const std::size_t ys = kernels::qgemm_act_row_bytes(k);
+                const std::size_t ys = kernels::qgemm_act_row_bytes(tid, k);
                 std::vector<std::byte> yp(ys * static_cast<std::size_t>(n));
                 for (std::int64_t c = 0; c < n; ++c)
-                    kernels::qgemm_pack_act(k, yq.data() + c * nsb, yp.data() + static_cast<std::size_t>(c) * ys);
+                    kernels::qgemm_pack_act<quant::block_q4_K>(k, yq.data() + c * nsb, yp.data() + static_cast<std::size_t>(c) * ys);
                 std::vector<double> want(static_cast<std::size_t>(n * m)), mag(want.size());
                 for (std::int64_t c = 0; c < n; ++c)
                     for (std::int64_t r = 0; r < m; ++r) {
@@ -209,7 +212,7 @@ TEST_CASE("quantized GEMM q4_K x q8_K: every arch equals the definition and the 
                     CAPTURE(n);
                     const std::size_t ldo = static_cast<std::size_t>(m) + 3;
                     std::vector<float> out(ldo * static_cast<std::size_t>(n), -7.0f);
-                    auto* work = static_cast<std::byte*>(::operator new(kernels::qgemm_work_bytes(k), std::align_val_t(64)));
+                    auto* work = static_cast<std::byte*>(::operator new(kernels::qgemm_work_bytes(tid, k), std::align_val_t(64)));
                     simd::kernel_for<kernels::gemm_q4_K>(arch)(k, m, n, reinterpret_cast<const quant::block_q4_K*>(x.data()), xs,
                                                                yp.data(), ys, out.data(), ldo, work);
                     ::operator delete(work, std::align_val_t(64));
@@ -277,4 +280,354 @@ TEST_CASE("q4_K repack: byte layout of a record, padding, and the 6-bit scale re
     std::vector<unsigned char> back(plain.size());
     kernels::unpack_matrix(tid, k, m, packed.data(), back.data());
     CHECK(back == plain);
+}
+
+// ---- the lane GEMM of the other block types (kernels/quant/gemm_lanes.hpp) ---------------
+namespace {
+
+// A block as lanes, written here from the formats (ggml's dequantize_row_* semantics):
+// x_e = scale * w_e + min for the lane's elements, w integer; the dot with the partner is
+// sum over lanes of scale * dy * sum(w * yq) + min * ysum, ysum = q8_1's s for q8_1
+// partners, else dy * sum(yq). Checked against the quant layer's reference dequantizer.
+struct test_lane {
+    int w[32] = {};
+    double scale = 0, min = 0;
+};
+constexpr int iq4nl_values[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+constexpr int mxfp4_doubled[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
+
+void k_scale_min(int j, const std::uint8_t* q, int& sc, int& mn) {  // q4_K / q5_K 6-bit scale and min j
+    sc = j < 4 ? q[j] & 63 : (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4);
+    mn = j < 4 ? q[j + 4] & 63 : (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
+}
+
+template <class B>
+std::vector<test_lane> test_lanes(const B& x) {
+    using namespace quant;
+    const auto h = [](f16 v) { return static_cast<double>(v.to_float()); };
+    std::vector<test_lane> out;
+    if constexpr (std::is_same_v<B, block_q4_1> || std::is_same_v<B, block_q5_0> || std::is_same_v<B, block_q5_1>) {
+        test_lane ln;
+        std::uint32_t qh = 0;
+        if constexpr (!std::is_same_v<B, block_q4_1>) std::memcpy(&qh, x.qh, 4);
+        for (int e = 0; e < 32; ++e) {
+            const int nib = e < 16 ? x.qs[e] & 15 : x.qs[e - 16] >> 4;
+            ln.w[e] = nib | static_cast<int>(((qh >> e) & 1) << 4);
+            if constexpr (std::is_same_v<B, block_q5_0>) ln.w[e] -= 16;
+        }
+        ln.scale = h(x.d);
+        if constexpr (!std::is_same_v<B, block_q5_0>) ln.min = h(x.m);
+        out.push_back(ln);
+    } else if constexpr (std::is_same_v<B, block_q8_1>) {
+        test_lane ln;
+        for (int e = 0; e < 32; ++e) ln.w[e] = x.qs[e];
+        ln.scale = h(x.d);
+        out.push_back(ln);
+    } else if constexpr (std::is_same_v<B, block_iq4_nl> || std::is_same_v<B, block_mxfp4>) {
+        test_lane ln;
+        const int* table = std::is_same_v<B, block_iq4_nl> ? iq4nl_values : mxfp4_doubled;
+        for (int e = 0; e < 32; ++e) ln.w[e] = table[e < 16 ? x.qs[e] & 15 : x.qs[e - 16] >> 4];
+        if constexpr (std::is_same_v<B, block_iq4_nl>)
+            ln.scale = h(x.d);
+        else
+            ln.scale = std::ldexp(1.0, x.e - 128);  // 2^(e-127) times the halved table
+        out.push_back(ln);
+    } else if constexpr (std::is_same_v<B, block_q2_K> || std::is_same_v<B, block_q3_K>) {
+        out.resize(16);
+        int sc3[16] = {};
+        if constexpr (std::is_same_v<B, block_q3_K>) {  // ggml's 12-byte packing of sixteen 6-bit scales
+            std::uint32_t aux[4];
+            std::memcpy(aux, x.scales, 12);
+            const std::uint32_t tmp = aux[2], m1 = 0x03030303, m2 = 0x0f0f0f0f;
+            aux[2] = ((aux[0] >> 4) & m2) | (((tmp >> 4) & m1) << 4);
+            aux[3] = ((aux[1] >> 4) & m2) | (((tmp >> 6) & m1) << 4);
+            aux[0] = (aux[0] & m2) | (((tmp >> 0) & m1) << 4);
+            aux[1] = (aux[1] & m2) | (((tmp >> 2) & m1) << 4);
+            for (int j = 0; j < 16; ++j) sc3[j] = static_cast<int>(reinterpret_cast<const std::int8_t*>(aux)[j]) - 32;
+        }
+        for (int hf = 0; hf < 2; ++hf)
+            for (int s = 0; s < 4; ++s)
+                for (int l = 0; l < 32; ++l) {
+                    const int e = 128 * hf + 32 * s + l;
+                    int q = (x.qs[32 * hf + l] >> (2 * s)) & 3;
+                    if constexpr (std::is_same_v<B, block_q3_K>) q -= (x.hmask[l] >> (4 * hf + s)) & 1 ? 0 : 4;
+                    out[static_cast<std::size_t>(e / 16)].w[e % 16] = q;
+                }
+        for (int j = 0; j < 16; ++j) {
+            if constexpr (std::is_same_v<B, block_q2_K>) {
+                out[static_cast<std::size_t>(j)].scale = h(x.d) * (x.scales[j] & 15);
+                out[static_cast<std::size_t>(j)].min = -h(x.dmin) * (x.scales[j] >> 4);
+            } else {
+                out[static_cast<std::size_t>(j)].scale = h(x.d) * sc3[j];
+            }
+        }
+    } else if constexpr (std::is_same_v<B, block_q5_K>) {
+        out.resize(8);
+        for (int j = 0; j < 4; ++j)
+            for (int l = 0; l < 32; ++l) {
+                out[static_cast<std::size_t>(2 * j)].w[l] = (x.qs[32 * j + l] & 15) + 16 * ((x.qh[l] >> (2 * j)) & 1);
+                out[static_cast<std::size_t>(2 * j + 1)].w[l] = (x.qs[32 * j + l] >> 4) + 16 * ((x.qh[l] >> (2 * j + 1)) & 1);
+            }
+        for (int j = 0; j < 8; ++j) {
+            int sc, mn;
+            k_scale_min(j, x.scales, sc, mn);
+            out[static_cast<std::size_t>(j)].scale = h(x.d) * sc;
+            out[static_cast<std::size_t>(j)].min = -h(x.dmin) * mn;
+        }
+    } else if constexpr (std::is_same_v<B, block_q6_K>) {
+        out.resize(16);
+        for (int hf = 0; hf < 2; ++hf)
+            for (int l = 0; l < 32; ++l) {
+                const std::uint8_t* ql = x.ql + 64 * hf;
+                const std::uint8_t qh = x.qh[32 * hf + l];
+                const int q[4] = {(ql[l] & 15) | ((qh & 3) << 4), (ql[l + 32] & 15) | (((qh >> 2) & 3) << 4),
+                                  (ql[l] >> 4) | (((qh >> 4) & 3) << 4), (ql[l + 32] >> 4) | (((qh >> 6) & 3) << 4)};
+                for (int s = 0; s < 4; ++s) {
+                    const int e = 128 * hf + 32 * s + l;
+                    out[static_cast<std::size_t>(e / 16)].w[e % 16] = q[s] - 32;
+                }
+            }
+        for (int j = 0; j < 16; ++j) out[static_cast<std::size_t>(j)].scale = h(x.d) * x.scales[j];
+    } else if constexpr (std::is_same_v<B, block_iq4_xs>) {
+        out.resize(8);
+        for (int ib = 0; ib < 8; ++ib) {
+            const int ls = ((x.scales_l[ib / 2] >> (4 * (ib % 2))) & 15) | (((x.scales_h >> (2 * ib)) & 3) << 4);
+            out[static_cast<std::size_t>(ib)].scale = h(x.d) * (ls - 32);
+            for (int e = 0; e < 32; ++e)
+                out[static_cast<std::size_t>(ib)].w[e] = iq4nl_values[e < 16 ? x.qs[16 * ib + e] & 15 : x.qs[16 * ib + e - 16] >> 4];
+        }
+    } else if constexpr (std::is_same_v<B, block_tq1_0> || std::is_same_v<B, block_tq2_0>) {
+        out.resize(8);
+        int v[256];
+        if constexpr (std::is_same_v<B, block_tq1_0>) {  // base-3 digits, most significant first, of bytes scaled by 243/256
+            const auto trit = [](std::uint8_t b, int n) {
+                static constexpr int pow3[5] = {1, 3, 9, 27, 81};
+                return ((static_cast<std::uint8_t>(b * pow3[n]) * 3) >> 8) - 1;
+            };
+            int e = 0;
+            for (int n = 0; n < 5; ++n)
+                for (int m = 0; m < 32; ++m) v[e++] = trit(x.qs[m], n);
+            for (int n = 0; n < 5; ++n)
+                for (int m = 0; m < 16; ++m) v[e++] = trit(x.qs[32 + m], n);
+            for (int n = 0; n < 4; ++n)
+                for (int m = 0; m < 4; ++m) v[e++] = trit(x.qh[m], n);
+        } else {
+            for (int j = 0; j < 2; ++j)
+                for (int l = 0; l < 4; ++l)
+                    for (int m = 0; m < 32; ++m) v[128 * j + 32 * l + m] = ((x.qs[32 * j + m] >> (2 * l)) & 3) - 1;
+        }
+        for (int e = 0; e < 256; ++e) out[static_cast<std::size_t>(e / 32)].w[e % 32] = v[e];
+        for (auto& ln : out) ln.scale = h(x.d);
+    }
+    return out;
+}
+
+std::uint16_t f16_bits(float v) { return f16::from_float(v).bits; }
+double act_scale(const quant::block_q8_K& b) { return b.d; }
+template <class P>
+double act_scale(const P& b) {
+    return b.d.to_float();
+}
+
+// Random bytes in every quant and scale field (all values occur), scale fields sane (or
+// exactly 1 with `unit`, so that every term is a small integer).
+template <class B>
+void randomize(B& x, std::mt19937& rng, bool unit) {
+    std::uniform_int_distribution<int> byte(0, 255);
+    const auto fill = [&](auto& arr) {
+        for (auto& v : arr) v = static_cast<std::remove_reference_t<decltype(v)>>(byte(rng));
+    };
+    if constexpr (requires { x.qs; }) fill(x.qs);
+    if constexpr (requires { x.qh; }) fill(x.qh);
+    if constexpr (requires { x.ql; }) fill(x.ql);
+    if constexpr (requires { x.hmask; }) fill(x.hmask);
+    if constexpr (requires { x.scales; }) fill(x.scales);
+    if constexpr (requires { x.scales_l; }) {
+        fill(x.scales_l);
+        x.scales_h = static_cast<std::uint16_t>(byte(rng) | (byte(rng) << 8));
+    }
+    if (unit) {
+        if constexpr (requires { x.d; }) x.d.bits = f16_bits(1.0f);
+        if constexpr (requires { x.dmin; }) x.dmin.bits = f16_bits(1.0f);
+        if constexpr (requires { x.m; }) x.m.bits = f16_bits(static_cast<float>(byte(rng) % 7 - 3));
+        if constexpr (requires { x.e; }) x.e = 128;
+    }
+}
+
+// Activations: random rows quantized to the partner, or (unit) partner blocks with d = 1
+// and quants in -2..2 (sums within f32's exact integers on every summation order).
+template <class P>
+std::vector<P> make_act(std::int64_t n, std::int64_t k, std::mt19937& rng, bool unit) {
+    constexpr type_id pid = quant::block_traits<P>::id;
+    const std::int64_t qp = quant::block_traits<P>::block_size;
+    std::vector<P> yq(static_cast<std::size_t>(n * k / qp));
+    if (!unit) {
+        std::normal_distribution<float> nd(0.0f, 1.0f);
+        std::vector<float> yf(static_cast<std::size_t>(n * k));
+        for (float& v : yf) v = nd(rng);
+        quant::quantize(pid, yf.data(), yq.data(), n, k);
+        return yq;
+    }
+    std::uniform_int_distribution<int> small(-2, 2);
+    for (P& b : yq) {
+        int sum = 0;
+        for (auto& q : b.qs) sum += q = static_cast<std::int8_t>(small(rng));
+        if constexpr (std::is_same_v<P, quant::block_q8_K>) {
+            b.d = 1.0f;
+            for (int j = 0; j < 16; ++j) {
+                int s = 0;
+                for (int e = 0; e < 16; ++e) s += b.qs[16 * j + e];
+                b.bsums[j] = static_cast<std::int16_t>(s);
+            }
+        } else {
+            b.d.bits = f16_bits(1.0f);
+            if constexpr (std::is_same_v<P, quant::block_q8_1>) b.s.bits = f16_bits(static_cast<float>(sum));
+        }
+    }
+    return yq;
+}
+
+template <class B>
+void check_lane_gemm() {
+    using P = typename quant::block_traits<B>::dot_partner;
+    constexpr type_id tid = quant::block_traits<B>::id;
+    constexpr std::int64_t qk = quant::block_traits<B>::block_size, qp = quant::block_traits<P>::block_size;
+    constexpr int lane = kernels::qgemm_lane(tid);
+    const auto gemm = [](simd::arch_id a) { return simd::kernel_for<kernels::qgemm_kernels<B>::template gemm>(a); };
+    const auto gemv = [](simd::arch_id a) { return simd::kernel_for<kernels::row_kernels<B>::template gemv>(a); };
+    std::mt19937 rng(11);
+    std::normal_distribution<float> nd(0.0f, 1.0f);
+    const std::vector<std::int64_t> nbs = qk == 32 ? std::vector<std::int64_t>{1, 15, 16, 17, 40} : std::vector<std::int64_t>{1, 2, 3, 5};
+    for (const bool unit : {false, true})
+        for (std::int64_t nb : nbs) {
+            const std::int64_t k = nb * qk;
+            if (unit && k > 1024) continue;
+            for (std::int64_t m : {1, 2, 3, 5, 16, 19, 37}) {
+                const std::size_t rb = static_cast<std::size_t>(row_size(tid, k)), xs = rb + 2 * sizeof(B);  // stride > row
+                std::vector<std::byte> x(xs * static_cast<std::size_t>(m));
+                std::vector<float> wf(static_cast<std::size_t>(k));
+                std::vector<std::vector<test_lane>> lanes(static_cast<std::size_t>(m));
+                for (std::int64_t r = 0; r < m; ++r) {
+                    auto* row = reinterpret_cast<B*>(x.data() + static_cast<std::size_t>(r) * xs);
+                    for (float& v : wf) v = nd(rng);
+                    quant::quantize(tid, wf.data(), row, 1, k);
+                    for (std::int64_t b = 0; b < nb; ++b) randomize(row[b], rng, unit);
+                    // the test's lanes against the reference dequantizer
+                    std::vector<float> deq(static_cast<std::size_t>(k));
+                    quant::dequantize_row(tid, row, deq.data(), k);
+                    int bad_lane = 0;
+                    for (std::int64_t b = 0; b < nb; ++b)
+                        for (const test_lane& ln : test_lanes(row[b])) {
+                            const std::size_t base = lanes[static_cast<std::size_t>(r)].size() * static_cast<std::size_t>(lane);  // its first element
+                            for (int e = 0; e < lane; ++e) {
+                                const double want = ln.scale * ln.w[e] + ln.min;
+                                if (!(std::fabs(deq[base + static_cast<std::size_t>(e)] - want) <= 0x1p-20 * (std::fabs(ln.scale * ln.w[e]) + std::fabs(ln.min))))
+                                    ++bad_lane;
+                            }
+                            lanes[static_cast<std::size_t>(r)].push_back(ln);
+                        }
+                    CHECK(bad_lane == 0);
+                }
+                for (std::int64_t n : {1, 2, 3, 4, 5, 8, 11}) {
+                    const std::vector<P> yq = make_act<P>(n, k, rng, unit);
+                    const std::size_t ys = kernels::qgemm_act_row_bytes(tid, k);
+                    auto* yp = static_cast<std::byte*>(::operator new(ys * static_cast<std::size_t>(n), std::align_val_t(64)));
+                    for (std::int64_t c = 0; c < n; ++c)
+                        kernels::qgemm_pack_act<B>(k, yq.data() + c * (k / qp), yp + static_cast<std::size_t>(c) * ys);
+                    // the definition in double
+                    std::vector<double> want(static_cast<std::size_t>(n * m)), mag(want.size());
+                    for (std::int64_t c = 0; c < n; ++c)
+                        for (std::int64_t r = 0; r < m; ++r) {
+                            double s = 0, a = 0;
+                            const auto& lr = lanes[static_cast<std::size_t>(r)];
+                            for (std::size_t j = 0; j < lr.size(); ++j) {
+                                const std::int64_t e0 = static_cast<std::int64_t>(j) * lane;
+                                const P& yb = yq[static_cast<std::size_t>(c * (k / qp) + e0 / qp)];
+                                const double dy = act_scale(yb);
+                                long dot = 0, ysum = 0;
+                                for (int e = 0; e < lane; ++e) {
+                                    dot += static_cast<long>(lr[j].w[e]) * yb.qs[(e0 + e) % qp];
+                                    ysum += yb.qs[(e0 + e) % qp];
+                                }
+                                double ys_term = dy * static_cast<double>(ysum);
+                                if constexpr (std::is_same_v<P, quant::block_q8_1>) ys_term = yb.s.to_float();
+                                const double t1 = lr[j].scale * dy * static_cast<double>(dot), t2 = lr[j].min * ys_term;
+                                s += t1 + t2;
+                                a += std::fabs(t1) + std::fabs(t2);
+                            }
+                            want[static_cast<std::size_t>(c * m + r)] = s;
+                            mag[static_cast<std::size_t>(c * m + r)] = a;
+                        }
+                    const double rel = unit ? 0.0 : 4.0 * static_cast<double>(k / lane + 16) * 0x1p-24;
+                    for (simd::arch_id arch : simd::available_archs()) {
+                        CAPTURE(simd::name_of(arch));
+                        CAPTURE(unit);
+                        CAPTURE(k);
+                        CAPTURE(m);
+                        CAPTURE(n);
+                        const std::size_t ldo = static_cast<std::size_t>(m) + 3;
+                        std::vector<float> out(ldo * static_cast<std::size_t>(n), -7.0f), gv(static_cast<std::size_t>(m));
+                        auto* work = static_cast<std::byte*>(::operator new(kernels::qgemm_work_bytes(tid, k), std::align_val_t(64)));
+                        gemm(arch)(k, m, n, reinterpret_cast<const B*>(x.data()), xs, yp, ys, out.data(), ldo, work);
+                        ::operator delete(work, std::align_val_t(64));
+                        int bad = 0, bad_gemv = 0;
+                        for (std::int64_t c = 0; c < n; ++c) {
+                            gemv(arch)(k, m, reinterpret_cast<const B*>(x.data()), xs, yq.data() + c * (k / qp), gv.data());
+                            for (std::int64_t r = 0; r < m; ++r) {
+                                const std::size_t i = static_cast<std::size_t>(c * m + r);
+                                const double got = out[static_cast<std::size_t>(c) * ldo + static_cast<std::size_t>(r)];
+                                if (!(std::fabs(got - want[i]) <= rel * mag[i])) ++bad;
+                                if (!(std::fabs(got - gv[static_cast<std::size_t>(r)]) <= 2 * rel * mag[i])) ++bad_gemv;
+                            }
+                            for (std::size_t r = static_cast<std::size_t>(m); r < ldo; ++r)  // padding columns untouched
+                                if (out[static_cast<std::size_t>(c) * ldo + r] != -7.0f) ++bad;
+                        }
+                        CHECK(bad == 0);
+                        CHECK(bad_gemv == 0);
+                    }
+                    ::operator delete(yp, std::align_val_t(64));
+                }
+            }
+        }
+}
+
+}  // namespace
+
+// Each type against its definition (in double; exactly on unit scales, where every term
+// is a small integer) and against its gemv, on every arch, row / column counts around the
+// 2 x 4 tiles and 16-row panels, block counts around the 16-lane groups.
+TEST_CASE("quantized GEMM, lane kernels: q4_1, q5_0, q5_1, q8_1, iq4_nl, mxfp4 (32-element blocks)") {
+    SUBCASE("q4_1") { check_lane_gemm<quant::block_q4_1>(); }
+    SUBCASE("q5_0") { check_lane_gemm<quant::block_q5_0>(); }
+    SUBCASE("q5_1") { check_lane_gemm<quant::block_q5_1>(); }
+    SUBCASE("q8_1") { check_lane_gemm<quant::block_q8_1>(); }
+    SUBCASE("iq4_nl") { check_lane_gemm<quant::block_iq4_nl>(); }
+    SUBCASE("mxfp4") { check_lane_gemm<quant::block_mxfp4>(); }
+}
+TEST_CASE("quantized GEMM, lane kernels: q2_K, q3_K, q5_K, q6_K, iq4_xs, tq1_0, tq2_0 (super-blocks)") {
+    SUBCASE("q2_K") { check_lane_gemm<quant::block_q2_K>(); }
+    SUBCASE("q3_K") { check_lane_gemm<quant::block_q3_K>(); }
+    SUBCASE("q5_K") { check_lane_gemm<quant::block_q5_K>(); }
+    SUBCASE("q6_K") { check_lane_gemm<quant::block_q6_K>(); }
+    SUBCASE("iq4_xs") { check_lane_gemm<quant::block_iq4_xs>(); }
+    SUBCASE("tq1_0") { check_lane_gemm<quant::block_tq1_0>(); }
+    SUBCASE("tq2_0") { check_lane_gemm<quant::block_tq2_0>(); }
+}
+
+// Every block type with a vec_dot has a packed GEMM, and use_qgemm's table agrees.
+TEST_CASE("quantized GEMM: every type with row kernels has one") {
+    int with = 0;
+    for (std::int64_t id = 0; id < 64; ++id) {
+        if (!is_valid_type_id(id)) continue;
+        const auto t = static_cast<type_id>(id);
+        if (!is_quantized(t)) continue;
+        quant::visit_block_type(t, [&]<class B>() {
+            constexpr bool rk = requires { sizeof(typename kernels::row_kernels<B>::template gemv<simd::scalar>); };
+            CAPTURE(type_name(t));
+            CHECK(kernels::has_qgemm<B> == rk);
+            CHECK(kernels::qgemm_supported(t) == rk);
+            with += rk;
+        });
+    }
+    CHECK(with == 16);
 }

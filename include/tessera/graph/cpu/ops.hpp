@@ -29,7 +29,7 @@
 #include "tessera/graph/cpu/ops_recurrent.hpp"
 #include "tessera/graph/cpu/rows.hpp"
 #include "tessera/graph/node.hpp"
-#include "tessera/kernels/quant/gemm.hpp"
+#include "tessera/kernels/quant/gemm_lanes.hpp"
 #include "tessera/kernels/quant/table.hpp"
 #include "tessera/quant/reference.hpp"
 
@@ -273,13 +273,13 @@ inline bool mul_mat_b_direct(const node& b) {
     return b.lay.type == type_id::f32 && b.lay.nb[0] == 4;
 }
 
-// q4_0, q8_0 and q4_K weights against at least qgemm_min_cols columns run the packed GEMM
-// of kernels/quant/gemm.hpp (the activations packed once, the weights 16 rows at a time;
-// the q4_K panel is smaller than qgemm_work_bytes, its packed activations the same size).
+// Block-type weights against at least qgemm_min_cols columns run the packed GEMM of
+// kernels/quant/gemm.hpp and gemm_lanes.hpp (every type with a vec_dot has one): the
+// activations packed once, the weights decoded 16 rows at a time into a per-thread panel.
+// Weights repacked by CPU_REPACK (q4_0, q8_0, q4_K) always take it.
 inline constexpr std::int64_t qgemm_min_cols = 4;
 inline bool use_qgemm(const node& a, const node& b) {
-    const type_id t = a.lay.type;
-    return (t == type_id::q4_0 || t == type_id::q8_0 || t == type_id::q4_K) && b.lay.ne[1] >= qgemm_min_cols;
+    return kernels::qgemm_supported(a.lay.type) && (a.pack == packing::rows4_x16 || b.lay.ne[1] >= qgemm_min_cols);
 }
 
 // Float weights against at least fgemm_min_cols columns run the packed GEMM (kernels/gemm.hpp
@@ -303,11 +303,10 @@ inline scratch_need scratch_for(const node& n) {
                 s.shared = detail::align_up(static_cast<std::size_t>(b.lay.nrows()) *
                                             static_cast<std::size_t>(row_size(quant::dot_partner_type(a.lay.type), K)));
                 s.per_thread = f(K + 16);
-                const bool repacked = a.pack == packing::rows4_x16;
-                if (repacked || use_qgemm(a, b))  // + the packed activations
-                    s.shared += detail::align_up(static_cast<std::size_t>(b.lay.nrows()) * kernels::qgemm_act_row_bytes(K));
-                if (!repacked && use_qgemm(a, b))  // + the panel of plain weights packed per call
-                    s.per_thread += detail::align_up(kernels::qgemm_work_bytes(K));
+                if (use_qgemm(a, b)) {  // + the packed activations, and the panel of plain weights decoded per call
+                    s.shared += detail::align_up(static_cast<std::size_t>(b.lay.nrows()) * kernels::qgemm_act_row_bytes(a.lay.type, K));
+                    if (a.pack != packing::rows4_x16) s.per_thread += detail::align_up(kernels::qgemm_work_bytes(a.lay.type, K));
+                }
                 return s;
             }
             if (use_fgemm(a, b)) {  // b packed into column panels; a packed per thread block
@@ -904,11 +903,11 @@ void mul_mat_quant_typed(const node& d, const exec_params& p) {
     const auto qrow = static_cast<std::size_t>(row_size(quant::block_traits<P>::id, K));
     std::byte* bq = p.shared;
     float* buf = reinterpret_cast<float*>(p.scratch);
-    constexpr bool packable =
-        std::is_same_v<B, quant::block_q4_0> || std::is_same_v<B, quant::block_q8_0> || std::is_same_v<B, quant::block_q4_K>;
-    const bool repacked = packable && a.pack == packing::rows4_x16;
-    const bool packed = packable && (repacked || use_qgemm(a, b));
-    const std::size_t prow = kernels::qgemm_act_row_bytes(K);
+    constexpr bool gemm_type = kernels::has_qgemm<B>;
+    static_assert(gemm_type == kernels::qgemm_supported(quant::block_traits<B>::id), "use_qgemm and the GEMM kernels agree");
+    const bool repacked = a.pack == packing::rows4_x16;
+    const bool packed = gemm_type && use_qgemm(a, b);
+    const std::size_t prow = kernels::qgemm_act_row_bytes(a.lay.type, K);
     std::byte* bp = bq + detail::align_up(static_cast<std::size_t>(b.lay.nrows()) * qrow);
     {
         const auto [r0, r1] = p.split(b.lay.nrows());
@@ -917,28 +916,18 @@ void mul_mat_quant_typed(const node& d, const exec_params& p) {
             const auto [i1, i2, i3] = unravel_row(b.lay, r);
             auto* yq = reinterpret_cast<P*>(bq + static_cast<std::size_t>(r) * qrow);
             quantize(load_row(k, b, i1, i2, i3, buf), yq, K);
-            if constexpr (packable)
-                if (packed) kernels::qgemm_pack_act(K, yq, bp + static_cast<std::size_t>(r) * prow);
+            if constexpr (gemm_type)
+                if (packed) kernels::qgemm_pack_act<B>(K, yq, bp + static_cast<std::size_t>(r) * prow);
         }
     }
     p.barrier();
     const std::int64_t r2 = B2 / a.lay.ne[2], r3 = B3 / a.lay.ne[3];
     const std::int64_t chunks = (M + mul_mat_chunk - 1) / mul_mat_chunk;
     const auto [c0, c1] = p.split(chunks * B2 * B3);
-    if constexpr (packable) {
-        if (packed) {  // repacked weights (rows4_x16) are read in place, plain ones packed per 16-row panel
-            const auto gemm = [&] {
-                if constexpr (std::is_same_v<B, quant::block_q4_0>) return simd::kernel_for<kernels::gemm_q4_0>(k.arch);
-                else if constexpr (std::is_same_v<B, quant::block_q8_0>) return simd::kernel_for<kernels::gemm_q8_0>(k.arch);
-                else return simd::kernel_for<kernels::gemm_q4_K>(k.arch);
-            }();
-            const auto gemm_r4 = [&] {
-                if constexpr (std::is_same_v<B, quant::block_q4_0>) return simd::kernel_for<kernels::gemm_q4_0_rows4>(k.arch);
-                else if constexpr (std::is_same_v<B, quant::block_q8_0>) return simd::kernel_for<kernels::gemm_q8_0_rows4>(k.arch);
-                else return simd::kernel_for<kernels::gemm_q4_K_rows4>(k.arch);
-            }();
+    if constexpr (gemm_type) {
+        if (packed) {  // repacked weights (rows4_x16) are read in place, plain ones decoded per 16-row panel
+            const auto gemm = simd::kernel_for<kernels::qgemm_kernels<B>::template gemm>(k.arch);
             std::byte* work = p.scratch + detail::align_up(static_cast<std::size_t>(K + 16) * 4);
-            const std::size_t slice = kernels::repacked_bytes(a.lay.type, K, M), quad = kernels::repack_quad_bytes(a.lay.type, K);
             const std::size_t ldo = d.lay.nb[1] / 4;
             for (std::int64_t c = c0; c < c1; ++c) {
                 const std::int64_t ch = c % chunks;
@@ -946,12 +935,16 @@ void mul_mat_quant_typed(const node& d, const exec_params& p) {
                 const std::int64_t m0 = ch * mul_mat_chunk, ml = std::min(mul_mat_chunk, M - m0);
                 const std::byte* y = bp + static_cast<std::size_t>((i3 * B2 + i2) * N) * prow;
                 float* o = reinterpret_cast<float*>(row_ptr(d, 0, i2, i3)) + m0;
-                if (repacked) {
-                    const auto sl = static_cast<std::size_t>((i3 / r3) * a.lay.ne[2] + i2 / r2);
-                    gemm_r4(K, ml, N, a.bytes() + sl * slice + static_cast<std::size_t>(m0 / 4) * quad, y, prow, o, ldo);
-                } else {
-                    gemm(K, ml, N, reinterpret_cast<const B*>(row_ptr(a, m0, i2 / r2, i3 / r3)), a.lay.nb[1], y, prow, o, ldo, work);
+                if constexpr (kernels::has_qgemm_rows4<B>) {
+                    if (repacked) {
+                        const std::size_t slice = kernels::repacked_bytes(a.lay.type, K, M), quad = kernels::repack_quad_bytes(a.lay.type, K);
+                        const auto sl = static_cast<std::size_t>((i3 / r3) * a.lay.ne[2] + i2 / r2);
+                        simd::kernel_for<kernels::qgemm_kernels<B>::template rows4>(k.arch)(
+                            K, ml, N, a.bytes() + sl * slice + static_cast<std::size_t>(m0 / 4) * quad, y, prow, o, ldo);
+                        continue;
+                    }
                 }
+                gemm(K, ml, N, reinterpret_cast<const B*>(row_ptr(a, m0, i2 / r2, i3 / r3)), a.lay.nb[1], y, prow, o, ldo, work);
             }
             return;
         }

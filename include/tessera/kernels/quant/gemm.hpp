@@ -39,6 +39,7 @@
 #include <immintrin.h>
 
 #include "tessera/config.hpp"
+#include "tessera/core/type_id.hpp"
 #include "tessera/kernels/quant/common.hpp"
 #include "tessera/kernels/quant/repack.hpp"
 #include "tessera/quant/blocks.hpp"
@@ -47,63 +48,118 @@
 TESSERA_BEGIN_NAMESPACE
 namespace kernels {
 
-inline constexpr std::int64_t qgemm_group = 16;                 // blocks per packed group
-inline constexpr std::size_t qgemm_act_group_bytes = 512 + 64 + 64;  // qs, d (f32), sum(qs) (i32)
-inline constexpr std::size_t qgemm_w_group_bytes = 512 + 64;         // q, d (f32)
-inline constexpr std::int64_t qgemm_panel = 16;                 // weight rows packed at a time
-inline constexpr int qgemm_rm = 4, qgemm_rn = 4;
+// ---- layout ----------------------------------------------------------------------------
+// A lane is a run of elements that shares one weight scale: 32 (a q4_0-like block, or a
+// 32-element sub-block of a super-block) or 16 (the 16-element scale groups of q2_K,
+// q3_K, q6_K). A group is 16 lanes; one 512-bit vector holds four bytes of each lane.
+inline constexpr std::int64_t qgemm_group = 16;  // lanes per packed group
+inline constexpr std::int64_t qgemm_panel = 16;  // weight rows packed at a time
+// Tiles are qgemm_rm x qgemm_rn outputs: 2 x 4 (4 x 4 has 16 i32 and 16 f32 accumulators,
+// and GCC, out of vector registers, reloads the weights for every vpdpbusd: 2 x 4 is 9-15 %
+// faster). Fewer than qgemm_rn columns take 4-row tiles (one pass over each quad record
+// group in memory order, for the repacked matrix x vector).
+inline constexpr int qgemm_rm = 2, qgemm_rn = 4, qgemm_rm_narrow = 4;
 
-inline constexpr std::int64_t qgemm_groups(std::int64_t k) noexcept { return (k / 32 + qgemm_group - 1) / qgemm_group; }
-inline constexpr std::size_t qgemm_act_row_bytes(std::int64_t k) noexcept {
-    return static_cast<std::size_t>(qgemm_groups(k)) * qgemm_act_group_bytes;
-}
-inline constexpr std::size_t qgemm_work_bytes(std::int64_t k) noexcept {
-    return static_cast<std::size_t>(qgemm_panel * qgemm_groups(k)) * qgemm_w_group_bytes;
-}
-
-// One row of q8_0 activations (k / 32 blocks) into the x16 layout; padding blocks are zero.
-inline void qgemm_pack_act(std::int64_t k, const quant::block_q8_0* y, std::byte* out) {
-    const std::int64_t nb = k / 32, ng = qgemm_groups(k);
-    std::memset(out, 0, static_cast<std::size_t>(ng) * qgemm_act_group_bytes);
-    for (std::int64_t b = 0; b < nb; ++b) {
-        std::byte* g = out + static_cast<std::size_t>(b / qgemm_group) * qgemm_act_group_bytes;
-        const auto l = static_cast<std::size_t>(b % qgemm_group);
-        int s = 0;
-        for (int e = 0; e < 32; ++e) {
-            std::memcpy(g + static_cast<std::size_t>(e / 4) * 64 + l * 4 + static_cast<std::size_t>(e % 4), &y[b].qs[e], 1);
-            s += y[b].qs[e];
-        }
-        const float d = y[b].d.to_float();
-        std::memcpy(g + 512 + 4 * l, &d, 4);
-        std::memcpy(g + 576 + 4 * l, &s, 4);
+// Elements per lane of t's packed GEMM (gemm.hpp, gemm_lanes.hpp); 0 when t has none.
+constexpr int qgemm_lane(type_id t) noexcept {
+    switch (t) {
+        case type_id::q2_K:
+        case type_id::q3_K:
+        case type_id::q6_K: return 16;
+        case type_id::q4_0:
+        case type_id::q4_1:
+        case type_id::q5_0:
+        case type_id::q5_1:
+        case type_id::q8_0:
+        case type_id::q8_1:
+        case type_id::iq4_nl:
+        case type_id::mxfp4:
+        case type_id::q4_K:
+        case type_id::q5_K:
+        case type_id::iq4_xs:
+        case type_id::tq1_0:
+        case type_id::tq2_0: return 32;
+        default: return 0;
     }
 }
+constexpr bool qgemm_supported(type_id t) noexcept { return qgemm_lane(t) != 0; }
 
-// q4_K x q8_K: a lane is a 32-element sub-block, a group of 16 lanes two super-blocks
-// (lane l = 8h + j: sub-block j of super-block 2g + h). Byte t*64 + l*4 + i holds element
-// qgemm_k4_elem(l, t, i) of lane l: chunks t = 2s, 2s+1 take elements 8s..8s+7 of the
-// sub-block, in an order that depends on the parity of the lane (the order in which the
-// repacked q4_K nibbles come out, see w_k4). Then f32 dy per lane (bytes 512 + 4l) and
-// f32 dy * (sum of the lane's 32 quants, from bsums) (bytes 576 + 4l).
+// One group of packed activations, lanes of `lane` elements: the quants in the x16 order
+// (byte t*64 + l*4 + i = element 4t + i of lane l; 16 * lane bytes), then per lane f32
+// dy (the lane's activation scale), i32 isum (the sum of its quants) and f32 bs (dy * isum,
+// for q8_1 its stored s): the kernels start a lane's integer dot at -offset * isum and
+// add the weights' min term as b * bs.
+struct qgemm_act_layout {
+    std::size_t dy, isum, bs, bytes;
+};
+constexpr qgemm_act_layout qgemm_act(int lane) noexcept {
+    const auto q = static_cast<std::size_t>(16 * lane);
+    return {q, q + 64, q + 128, q + 192};
+}
+inline constexpr qgemm_act_layout qgemm_act32 = qgemm_act(32);
+inline constexpr std::size_t qgemm_act_group_bytes = qgemm_act32.bytes;  // 32-element lanes (q4_0, q8_0, q4_K)
+
+inline constexpr std::int64_t qgemm_groups(std::int64_t k, int lane = 32) noexcept {
+    return (k / lane + qgemm_group - 1) / qgemm_group;
+}
+// Bytes of one packed activation row of k elements for weights of type t.
+constexpr std::size_t qgemm_act_row_bytes(type_id t, std::int64_t k) noexcept {
+    const int lane = qgemm_lane(t);
+    return lane == 0 ? 0 : static_cast<std::size_t>(qgemm_groups(k, lane)) * qgemm_act(lane).bytes;
+}
+// The per-thread work buffer of the plain-layout kernels: one panel of qgemm_panel weight
+// rows, a group record at most 16 * lane bytes of quants and two f32 per lane.
+constexpr std::size_t qgemm_work_bytes(type_id t, std::int64_t k) noexcept {
+    const int lane = qgemm_lane(t);
+    return static_cast<std::size_t>(qgemm_panel * qgemm_groups(k, lane > 0 ? lane : 32)) *
+           static_cast<std::size_t>(16 * (lane > 0 ? lane : 32) + 128);
+}
+
+// q4_K's lanes (32-element sub-blocks) take their elements in the order in which its
+// repacked nibbles come out (see k4_split): byte t*64 + l*4 + i of a group holds element
+// qgemm_k4_elem(l, t, i) of lane l, i.e. chunks t = 2s, 2s+1 take elements 8s..8s+7 with
+// the two halves traded in odd lanes. Every other type takes element 4t + i.
 inline constexpr int qgemm_k4_elem(int l, int t, int i) noexcept { return 8 * (t / 2) + 4 * ((t % 2) ^ (l % 2)) + i; }
 inline constexpr std::size_t qgemm_k4_w_group_bytes = 256 + 64 + 64;  // panel record: nibbles, d*sc, dmin*m (f32)
-static_assert(qgemm_k4_w_group_bytes <= qgemm_w_group_bytes, "the q4_K panel fits the work buffer of qgemm_work_bytes");
 
-// One row of q8_K activations (k / 256 super-blocks) into that layout; padding lanes are zero.
-inline void qgemm_pack_act(std::int64_t k, const quant::block_q8_K* y, std::byte* out) {
-    const std::int64_t nsb = k / 256, ng = qgemm_groups(k);
-    std::memset(out, 0, static_cast<std::size_t>(ng) * qgemm_act_group_bytes);
-    for (std::int64_t b = 0; b < nsb; ++b) {
-        std::byte* g = out + static_cast<std::size_t>(b / 2) * qgemm_act_group_bytes;
-        for (int j = 0; j < 8; ++j) {
-            const int l = 8 * static_cast<int>(b % 2) + j;
-            for (int t = 0; t < 8; ++t)
-                for (int i = 0; i < 4; ++i)
-                    std::memcpy(g + t * 64 + l * 4 + i, &y[b].qs[32 * j + qgemm_k4_elem(l, t, i)], 1);
-            const float d = y[b].d, bs = d * static_cast<float>(y[b].bsums[2 * j] + y[b].bsums[2 * j + 1]);
-            std::memcpy(g + 512 + 4 * l, &d, 4);
-            std::memcpy(g + 576 + 4 * l, &bs, 4);
+// One row of activations, already quantized to B's dot partner (k elements), into the
+// packed layout of B's GEMM; lanes past k / lane are zero. Run once per activation row,
+// outside the arch units.
+template <class B>
+void qgemm_pack_act(std::int64_t k, const typename quant::block_traits<B>::dot_partner* y, std::byte* out) {
+    using P = typename quant::block_traits<B>::dot_partner;
+    constexpr int lane = qgemm_lane(quant::block_traits<B>::id);
+    constexpr auto qp = static_cast<int>(quant::block_traits<P>::block_size);
+    static_assert(lane != 0, "B has a packed GEMM");
+    constexpr bool k4 = std::is_same_v<B, quant::block_q4_K>;
+    constexpr qgemm_act_layout lay = qgemm_act(lane);
+    const std::int64_t nl = k / lane;
+    std::memset(out, 0, static_cast<std::size_t>(qgemm_groups(k, lane)) * lay.bytes);
+    for (std::int64_t j = 0; j < nl; ++j) {
+        std::byte* g = out + static_cast<std::size_t>(j / qgemm_group) * lay.bytes;
+        const int l = static_cast<int>(j % qgemm_group);
+        const P& blk = y[j * lane / qp];
+        const std::int8_t* q = blk.qs + (j * lane) % qp;
+        int s = 0;
+        for (int p = 0; p < lane; ++p) {
+            const std::int8_t v = q[k4 ? qgemm_k4_elem(l, p / 4, p % 4) : p];
+            std::memcpy(g + (p / 4) * 64 + l * 4 + p % 4, &v, 1);
+            s += v;
         }
+        float dy, bs;
+        if constexpr (std::is_same_v<P, quant::block_q8_K>) {
+            dy = blk.d;
+            bs = dy * static_cast<float>(s);
+        } else if constexpr (std::is_same_v<P, quant::block_q8_1>) {
+            dy = blk.d.to_float();
+            bs = blk.s.to_float();
+        } else {
+            dy = blk.d.to_float();
+            bs = dy * static_cast<float>(s);
+        }
+        std::memcpy(g + lay.dy + 4 * static_cast<std::size_t>(l), &dy, 4);
+        std::memcpy(g + lay.isum + 4 * static_cast<std::size_t>(l), &s, 4);
+        std::memcpy(g + lay.bs + 4 * static_cast<std::size_t>(l), &bs, 4);
     }
 }
 
@@ -142,7 +198,7 @@ void qgemm(std::int64_t k, std::int64_t m, std::int64_t n, const B* x, std::size
                     isum += (wq<A>(xr[b], e) - qgemm_offset<B>) * yq;
                 }
                 float dy;
-                std::memcpy(&dy, g + 512 + 4 * l, 4);
+                std::memcpy(&dy, g + qgemm_act32.dy + 4 * l, 4);
                 sum += (h2f<A>(xr[b].d) * dy) * static_cast<float>(isum);
             }
             out[static_cast<std::size_t>(c) * ldo + static_cast<std::size_t>(r)] = sum;
@@ -178,6 +234,7 @@ struct qv512 {
         return _mm512_cvtph_ps(_mm256_loadu_si256(static_cast<const __m256i*>(p)));
     }
     static TESSERA_ALWAYS_INLINE vf fnmadd(vf a, vf b, vf acc) { return _mm512_fnmadd_ps(a, b, acc); }  // acc - a*b
+    static TESSERA_ALWAYS_INLINE vf fmadd(vf a, vf b, vf acc) { return _mm512_fmadd_ps(a, b, acc); }    // acc + a*b
     static TESSERA_ALWAYS_INLINE vi blend_odd(vi a, vi b) { return _mm512_mask_blend_epi32(0xAAAA, a, b); }  // odd slots of b
     static TESSERA_ALWAYS_INLINE vi swap_pairs(vi v) { return _mm512_shuffle_epi32(v, static_cast<_MM_PERM_ENUM>(0xB1)); }
     static TESSERA_ALWAYS_INLINE vf load_u8(const void* p) {  // 16 u8 as f32
@@ -211,6 +268,7 @@ struct qv256 {
         return _mm256_cvtph_ps(_mm_loadu_si128(static_cast<const __m128i*>(p)));
     }
     static TESSERA_ALWAYS_INLINE vf fnmadd(vf a, vf b, vf acc) { return _mm256_fnmadd_ps(a, b, acc); }
+    static TESSERA_ALWAYS_INLINE vf fmadd(vf a, vf b, vf acc) { return _mm256_fmadd_ps(a, b, acc); }
     static TESSERA_ALWAYS_INLINE vi blend_odd(vi a, vi b) { return _mm256_blend_epi32(a, b, 0xAA); }
     static TESSERA_ALWAYS_INLINE vi swap_pairs(vi v) { return _mm256_shuffle_epi32(v, 0xB1); }
     static TESSERA_ALWAYS_INLINE vf load_u8(const void* p) {  // 8 u8 as f32
@@ -220,22 +278,6 @@ struct qv256 {
 };
 
 // Where a tile finds the weights of row i (< qgemm_rm), group g, and how it loads them.
-// The unpacked panel of qgemm_pack_w: one byte per weight, f32 scales, rows w_row apart.
-struct w_panel {
-    const std::byte* w;
-    std::size_t w_row;
-    TESSERA_ALWAYS_INLINE const std::byte* rec(int i, std::int64_t g) const {
-        return w + static_cast<std::size_t>(i) * w_row + static_cast<std::size_t>(g) * qgemm_w_group_bytes;
-    }
-    template <class V>
-    static TESSERA_ALWAYS_INLINE typename V::vi q(const std::byte* r, int t, int h) {
-        return V::load(r + static_cast<std::size_t>(t * 64 + h * (64 / V::halves)));
-    }
-    template <class V>
-    static TESSERA_ALWAYS_INLINE typename V::vf d(const std::byte* r, int h) {
-        return V::loadf(r + 512 + static_cast<std::size_t>(h * (64 / V::halves)));
-    }
-};
 // One quad of a repacked matrix (kernels/quant/repack.hpp): records of four rows in
 // order; q4_0 keeps two weights per byte, the scales stay f16.
 template <class B>
@@ -243,8 +285,9 @@ struct w_rows4 {
     static constexpr bool q4 = std::is_same_v<B, qg::block_q4_0>;
     static constexpr std::size_t rec_bytes = q4 ? 288 : 544, qbytes = q4 ? 256 : 512;
     const std::byte* quad;
+    int first = 0;  // the tile's first row in the quad
     TESSERA_ALWAYS_INLINE const std::byte* rec(int i, std::int64_t g) const {
-        return quad + (static_cast<std::size_t>(g) * 4 + static_cast<std::size_t>(i)) * rec_bytes;
+        return quad + (static_cast<std::size_t>(g) * 4 + static_cast<std::size_t>(first + i)) * rec_bytes;
     }
     template <class V>
     static TESSERA_ALWAYS_INLINE typename V::vi q(const std::byte* r, int t, int h) {
@@ -262,35 +305,47 @@ struct w_rows4 {
     }
 };
 
-// Rows [0, rows) of x (rows <= qgemm_panel) into the x16 weight layout; rows past
-// `rows` and blocks past k / 32 are zero.
+// Rows [0, rows) of x (rows <= qgemm_panel) as the quads of a repacked matrix
+// (repack.hpp's records: the nibble or byte words of 16 blocks of a row, then their f16
+// scales), so the plain-layout GEMM runs the repacked one's tiles on the work buffer.
+// It moves whole 4-byte words, the cost that keeps packing a panel per call cheap next
+// to the tiles' work for a few dozen columns. Lanes past k / 32 and the rows up to the
+// next multiple of 4 are zero.
 template <class A, class B>
 void qgemm_pack_w(std::int64_t k, std::int64_t rows, const B* x, std::size_t xs, std::byte* w) {
+    using W = w_rows4<B>;
+    constexpr int words = static_cast<int>(W::qbytes / 64);
     const std::int64_t nb = k / 32, ng = qgemm_groups(k);
-    const std::size_t row_bytes = static_cast<std::size_t>(ng) * qgemm_w_group_bytes;
-    std::memset(w, 0, static_cast<std::size_t>(qgemm_panel) * row_bytes);
+    const std::size_t quad = static_cast<std::size_t>(4 * ng) * W::rec_bytes;
     const auto* xb = reinterpret_cast<const unsigned char*>(x);
-    for (std::int64_t r = 0; r < rows; ++r) {
+    const int tail = static_cast<int>(nb % qgemm_group);  // lanes of the last group in use (0: all)
+    for (std::int64_t r = 0; r < (rows + 3) / 4 * 4; ++r) {
+        std::byte* row = w + static_cast<std::size_t>(r / 4) * quad + static_cast<std::size_t>(r % 4) * W::rec_bytes;
+        if (r >= rows) {
+            for (std::int64_t g = 0; g < ng; ++g) std::memset(row + static_cast<std::size_t>(4 * g) * W::rec_bytes, 0, W::rec_bytes);
+            continue;
+        }
         const B* xr = reinterpret_cast<const B*>(xb + static_cast<std::size_t>(r) * xs);
-        auto* wr = reinterpret_cast<unsigned char*>(w + static_cast<std::size_t>(r) * row_bytes);
         for (std::int64_t b = 0; b < nb; ++b) {
-            unsigned char* g = wr + static_cast<std::size_t>(b / qgemm_group) * qgemm_w_group_bytes;
+            std::byte* rec = row + static_cast<std::size_t>(4 * (b / qgemm_group)) * W::rec_bytes;
             const auto l = static_cast<std::size_t>(b % qgemm_group);
-            for (int e = 0; e < 32; ++e)
-                g[static_cast<std::size_t>(e / 4) * 64 + l * 4 + static_cast<std::size_t>(e % 4)] =
-                    static_cast<unsigned char>(wq<A>(xr[b], e));
-            const float d = h2f<A>(xr[b].d);
-            std::memcpy(g + 512 + 4 * l, &d, 4);
+            for (int s = 0; s < words; ++s) std::memcpy(rec + 64 * static_cast<std::size_t>(s) + 4 * l, xr[b].qs + 4 * s, 4);
+            std::memcpy(rec + W::qbytes + 2 * l, &xr[b].d, 2);
+        }
+        if (tail != 0) {
+            std::byte* rec = row + static_cast<std::size_t>(4 * (ng - 1)) * W::rec_bytes;
+            for (int s = 0; s < words; ++s)
+                std::memset(rec + 64 * s + 4 * tail, 0, static_cast<std::size_t>(4 * (qgemm_group - tail)));
+            std::memset(rec + W::qbytes + 2 * tail, 0, static_cast<std::size_t>(2 * (qgemm_group - tail)));
         }
     }
 }
 
 // One RM x RN tile: rows w[0..RM) of a packed panel (row_bytes apart) x RN packed
 // activation rows.
-template <class A, class V, class B, int RN, class W>
+template <class A, class V, class B, int RM, int RN, class W>
 TESSERA_ALWAYS_INLINE void qgemm_tile(std::int64_t ng, W w, const std::byte* y, std::size_t ys, float* out, std::size_t ldo,
                                       std::int64_t rows) {
-    constexpr int RM = qgemm_rm;
     constexpr bool q8 = std::is_same_v<B, qg::block_q8_0>;
     constexpr bool vnni = at_least<A, simd::avx512vnni> && std::is_same_v<V, qv512<A>>;
     constexpr bool sign_path = q8 && !vnni;
@@ -309,7 +364,7 @@ TESSERA_ALWAYS_INLINE void qgemm_tile(std::int64_t ng, W w, const std::byte* y, 
             vi acc[RM][RN];
             for (int j = 0; j < RN; ++j) {
                 vi c = V::zero();
-                if constexpr (!sign_path) c = V::neg_shl(V::load(yg + static_cast<std::size_t>(j) * ys + 576 + h * step), shift);
+                if constexpr (!sign_path) c = V::neg_shl(V::load(yg + static_cast<std::size_t>(j) * ys + qgemm_act32.isum + h * step), shift);
                 for (int i = 0; i < RM; ++i) acc[i][j] = c;
             }
 #pragma GCC unroll 8
@@ -332,7 +387,7 @@ TESSERA_ALWAYS_INLINE void qgemm_tile(std::int64_t ng, W w, const std::byte* y, 
             vf xd[RM];
             for (int i = 0; i < RM; ++i) xd[i] = W::template d<V>(wr[i], h);
             for (int j = 0; j < RN; ++j) {
-                const vf yd = V::loadf(yg + static_cast<std::size_t>(j) * ys + 512 + h * step);
+                const vf yd = V::loadf(yg + static_cast<std::size_t>(j) * ys + qgemm_act32.dy + h * step);
                 for (int i = 0; i < RM; ++i) f[i][j] = V::fma(acc[i][j], V::mul(xd[i], yd), f[i][j]);
             }
         }
@@ -343,39 +398,55 @@ TESSERA_ALWAYS_INLINE void qgemm_tile(std::int64_t ng, W w, const std::byte* y, 
 }
 
 // A tile of min(4, cols) columns.
-template <class A, class V, class B, class W>
+template <class A, class V, class B, int RM, class W>
 TESSERA_ALWAYS_INLINE void qgemm_tile_n(std::int64_t cols, std::int64_t ng, W w, const std::byte* y, std::size_t ys,
                                         float* out, std::size_t ldo, std::int64_t rows) {
     switch (cols) {
-        case 1: qgemm_tile<A, V, B, 1>(ng, w, y, ys, out, ldo, rows); break;
-        case 2: qgemm_tile<A, V, B, 2>(ng, w, y, ys, out, ldo, rows); break;
-        case 3: qgemm_tile<A, V, B, 3>(ng, w, y, ys, out, ldo, rows); break;
-        default: qgemm_tile<A, V, B, 4>(ng, w, y, ys, out, ldo, rows); break;
+        case 1: qgemm_tile<A, V, B, RM, 1>(ng, w, y, ys, out, ldo, rows); break;
+        case 2: qgemm_tile<A, V, B, RM, 2>(ng, w, y, ys, out, ldo, rows); break;
+        case 3: qgemm_tile<A, V, B, RM, 3>(ng, w, y, ys, out, ldo, rows); break;
+        default: qgemm_tile<A, V, B, RM, 4>(ng, w, y, ys, out, ldo, rows); break;
     }
 }
 
+// Rows [0, pr) of a panel in repacked quads (quad bytes apart, from x) times n columns:
+// the column tiles outside, so the panel's records stay in L1/L2 across the columns.
+template <class A, class V, class B, int RM>
+TESSERA_ALWAYS_INLINE void qgemm_r4_sweep(std::int64_t ng, const std::byte* x, std::size_t quad, std::int64_t pr, std::int64_t n,
+                                          const std::byte* y, std::size_t ys, float* out, std::size_t ldo) {
+    for (std::int64_t c = 0; c < n; c += qgemm_rn) {
+        const std::byte* yc = y + static_cast<std::size_t>(c) * ys;
+        for (std::int64_t r = 0; r < pr; r += RM) {
+            const w_rows4<B> wr{x + static_cast<std::size_t>(r / 4) * quad, static_cast<int>(r % 4)};
+            qgemm_tile_n<A, V, B, RM>(n - c, ng, wr, yc, ys, out + static_cast<std::size_t>(c) * ldo + static_cast<std::size_t>(r), ldo,
+                                      pr - r);
+        }
+    }
+}
+template <class A, class V, class B>
+TESSERA_ALWAYS_INLINE void qgemm_r4_panel(std::int64_t ng, const std::byte* x, std::size_t quad, std::int64_t pr, std::int64_t n,
+                                          const std::byte* y, std::size_t ys, float* out, std::size_t ldo) {
+    if (n < qgemm_rn)
+        qgemm_r4_sweep<A, V, B, qgemm_rm_narrow>(ng, x, quad, pr, n, y, ys, out, ldo);
+    else
+        qgemm_r4_sweep<A, V, B, qgemm_rm>(ng, x, quad, pr, n, y, ys, out, ldo);
+}
+
+// Plain rows: each panel of 16 rows is repacked into the work buffer, then swept.
 template <class A, class V, class B>
 void qgemm_wide(std::int64_t k, std::int64_t m, std::int64_t n, const B* x, std::size_t xs, const std::byte* y, std::size_t ys,
                 float* out, std::size_t ldo, std::byte* work) {
     const std::int64_t ng = qgemm_groups(k);
-    const std::size_t w_row = static_cast<std::size_t>(ng) * qgemm_w_group_bytes;
+    const std::size_t quad = static_cast<std::size_t>(4 * ng) * w_rows4<B>::rec_bytes;
     const auto* xb = reinterpret_cast<const unsigned char*>(x);
     for (std::int64_t p0 = 0; p0 < m; p0 += qgemm_panel) {
         const std::int64_t pr = m - p0 < qgemm_panel ? m - p0 : qgemm_panel;
         qgemm_pack_w<A>(k, pr, reinterpret_cast<const B*>(xb + static_cast<std::size_t>(p0) * xs), xs, work);
-        for (std::int64_t c = 0; c < n; c += qgemm_rn) {
-            const std::byte* yc = y + static_cast<std::size_t>(c) * ys;
-            for (std::int64_t r = 0; r < pr; r += qgemm_rm) {
-                const w_panel wr{work + static_cast<std::size_t>(r) * w_row, w_row};
-                float* o = out + static_cast<std::size_t>(c) * ldo + static_cast<std::size_t>(p0 + r);
-                qgemm_tile_n<A, V, B>(n - c, ng, wr, yc, ys, o, ldo, pr - r);
-            }
-        }
+        qgemm_r4_panel<A, V, B>(ng, work, quad, pr, n, y, ys, out + p0, ldo);
     }
 }
 
-// m rows (m % 4 == 0) of a repacked matrix: the same tiles straight from the records,
-// 16 rows (four quads) per sweep over the columns so their weights stay in L1/L2.
+// m rows (m % 4 == 0) of a repacked matrix, 16 rows (four quads) per sweep over the columns.
 template <class A, class V, class B>
 void qgemm_rows4(std::int64_t k, std::int64_t m, std::int64_t n, const std::byte* x, const std::byte* y, std::size_t ys,
                  float* out, std::size_t ldo) {
@@ -383,14 +454,7 @@ void qgemm_rows4(std::int64_t k, std::int64_t m, std::int64_t n, const std::byte
     const std::size_t quad = static_cast<std::size_t>(4 * ng) * w_rows4<B>::rec_bytes;
     for (std::int64_t p0 = 0; p0 < m; p0 += qgemm_panel) {
         const std::int64_t pr = m - p0 < qgemm_panel ? m - p0 : qgemm_panel;
-        for (std::int64_t c = 0; c < n; c += qgemm_rn) {
-            const std::byte* yc = y + static_cast<std::size_t>(c) * ys;
-            for (std::int64_t r = 0; r < pr; r += qgemm_rm) {
-                const w_rows4<B> wr{x + static_cast<std::size_t>((p0 + r) / 4) * quad};
-                float* o = out + static_cast<std::size_t>(c) * ldo + static_cast<std::size_t>(p0 + r);
-                qgemm_tile_n<A, V, B>(n - c, ng, wr, yc, ys, o, ldo, 4);
-            }
-        }
+        qgemm_r4_panel<A, V, B>(ng, x + static_cast<std::size_t>(p0 / 4) * quad, quad, pr, n, y, ys, out + p0, ldo);
     }
 }
 
@@ -437,7 +501,7 @@ void qgemm_r4(std::int64_t k, std::int64_t m, std::int64_t n, const std::byte* x
                 std::uint16_t dx;
                 std::memcpy(&dx, rec + W::qbytes + 2 * l, 2);
                 float dy;
-                std::memcpy(&dy, g + 512 + 4 * l, 4);
+                std::memcpy(&dy, g + qgemm_act32.dy + 4 * l, 4);
                 sum += (h2f_bits<A>(dx) * dy) * static_cast<float>(isum);
             }
             out[static_cast<std::size_t>(c) * ldo + static_cast<std::size_t>(r)] = sum;
@@ -482,8 +546,9 @@ struct w_k4_panel {  // qgemm_pack_w_k4's panel: nibbles, then d*sc and dmin*m a
 struct w_k4_rows4 {  // one quad of a repacked q4_K matrix (296-byte records)
     static constexpr std::size_t rec_bytes = 296;
     const std::byte* quad;
+    int first = 0;  // the tile's first row in the quad
     TESSERA_ALWAYS_INLINE const std::byte* rec(int i, std::int64_t g) const {
-        return quad + (static_cast<std::size_t>(g) * 4 + static_cast<std::size_t>(i)) * rec_bytes;
+        return quad + (static_cast<std::size_t>(g) * 4 + static_cast<std::size_t>(first + i)) * rec_bytes;
     }
     template <class V>
     static TESSERA_ALWAYS_INLINE void scales(const std::byte* r, int h, typename V::vf& sf, typename V::vf& mf) {
@@ -536,10 +601,9 @@ void qgemm_pack_w_k4(std::int64_t k, std::int64_t rows, const qg::block_q4_K* x,
     }
 }
 
-template <class A, class V, int RN, class W>
+template <class A, class V, int RM, int RN, class W>
 TESSERA_ALWAYS_INLINE void qgemm_tile_k4(std::int64_t ng, W w, const std::byte* y, std::size_t ys, float* out, std::size_t ldo,
                                          std::int64_t rows) {
-    constexpr int RM = qgemm_rm;
     using vi = typename V::vi;
     using vf = typename V::vf;
     constexpr int step = 64 / V::halves;
@@ -569,7 +633,7 @@ TESSERA_ALWAYS_INLINE void qgemm_tile_k4(std::int64_t ng, W w, const std::byte* 
             for (int i = 0; i < RM; ++i) W::template scales<V>(wr[i], h, sf[i], mf[i]);
             for (int j = 0; j < RN; ++j) {
                 const std::byte* yj = yg + static_cast<std::size_t>(j) * ys + static_cast<std::size_t>(h * step);
-                const vf yd = V::loadf(yj + 512), yb = V::loadf(yj + 576);
+                const vf yd = V::loadf(yj + qgemm_act32.dy), yb = V::loadf(yj + qgemm_act32.bs);
                 for (int i = 0; i < RM; ++i) f[i][j] = V::fnmadd(mf[i], yb, V::fma(acc[i][j], V::mul(sf[i], yd), f[i][j]));
             }
         }
@@ -578,15 +642,35 @@ TESSERA_ALWAYS_INLINE void qgemm_tile_k4(std::int64_t ng, W w, const std::byte* 
         for (int i = 0; i < RM; ++i)
             if (i < rows) out[static_cast<std::size_t>(j) * ldo + static_cast<std::size_t>(i)] = V::hsum(f[i][j]);
 }
-template <class A, class V, class W>
+template <class A, class V, int RM, class W>
 TESSERA_ALWAYS_INLINE void qgemm_tile_k4_n(std::int64_t cols, std::int64_t ng, W w, const std::byte* y, std::size_t ys,
                                            float* out, std::size_t ldo, std::int64_t rows) {
     switch (cols) {
-        case 1: qgemm_tile_k4<A, V, 1>(ng, w, y, ys, out, ldo, rows); break;
-        case 2: qgemm_tile_k4<A, V, 2>(ng, w, y, ys, out, ldo, rows); break;
-        case 3: qgemm_tile_k4<A, V, 3>(ng, w, y, ys, out, ldo, rows); break;
-        default: qgemm_tile_k4<A, V, 4>(ng, w, y, ys, out, ldo, rows); break;
+        case 1: qgemm_tile_k4<A, V, RM, 1>(ng, w, y, ys, out, ldo, rows); break;
+        case 2: qgemm_tile_k4<A, V, RM, 2>(ng, w, y, ys, out, ldo, rows); break;
+        case 3: qgemm_tile_k4<A, V, RM, 3>(ng, w, y, ys, out, ldo, rows); break;
+        default: qgemm_tile_k4<A, V, RM, 4>(ng, w, y, ys, out, ldo, rows); break;
     }
+}
+
+// Rows [0, pr) of a panel times n columns; w_at(r) gives row r's weight access.
+template <class A, class V, int RM, class F>
+TESSERA_ALWAYS_INLINE void qgemm_k4_sweep(std::int64_t ng, F w_at, std::int64_t pr, std::int64_t n, const std::byte* y, std::size_t ys,
+                                          float* out, std::size_t ldo) {
+    for (std::int64_t c = 0; c < n; c += qgemm_rn) {
+        const std::byte* yc = y + static_cast<std::size_t>(c) * ys;
+        for (std::int64_t r = 0; r < pr; r += RM)
+            qgemm_tile_k4_n<A, V, RM>(n - c, ng, w_at(r), yc, ys, out + static_cast<std::size_t>(c) * ldo + static_cast<std::size_t>(r), ldo,
+                                      pr - r);
+    }
+}
+template <class A, class V, class F>
+TESSERA_ALWAYS_INLINE void qgemm_k4_panel(std::int64_t ng, F w_at, std::int64_t pr, std::int64_t n, const std::byte* y, std::size_t ys,
+                                          float* out, std::size_t ldo) {
+    if (n < qgemm_rn)
+        qgemm_k4_sweep<A, V, qgemm_rm_narrow>(ng, w_at, pr, n, y, ys, out, ldo);
+    else
+        qgemm_k4_sweep<A, V, qgemm_rm>(ng, w_at, pr, n, y, ys, out, ldo);
 }
 
 template <class A, class V>
@@ -598,14 +682,8 @@ void qgemm_k4_wide(std::int64_t k, std::int64_t m, std::int64_t n, const qg::blo
     for (std::int64_t p0 = 0; p0 < m; p0 += qgemm_panel) {
         const std::int64_t pr = m - p0 < qgemm_panel ? m - p0 : qgemm_panel;
         qgemm_pack_w_k4<A>(k, pr, reinterpret_cast<const qg::block_q4_K*>(xb + static_cast<std::size_t>(p0) * xs), xs, work);
-        for (std::int64_t c = 0; c < n; c += qgemm_rn) {
-            const std::byte* yc = y + static_cast<std::size_t>(c) * ys;
-            for (std::int64_t r = 0; r < pr; r += qgemm_rm) {
-                const w_k4_panel wr{work + static_cast<std::size_t>(r) * w_row, w_row};
-                float* o = out + static_cast<std::size_t>(c) * ldo + static_cast<std::size_t>(p0 + r);
-                qgemm_tile_k4_n<A, V>(n - c, ng, wr, yc, ys, o, ldo, pr - r);
-            }
-        }
+        const auto w_at = [&](std::int64_t r) { return w_k4_panel{work + static_cast<std::size_t>(r) * w_row, w_row}; };
+        qgemm_k4_panel<A, V>(ng, w_at, pr, n, y, ys, out + p0, ldo);
     }
 }
 template <class A, class V>
@@ -615,14 +693,10 @@ void qgemm_k4_rows4(std::int64_t k, std::int64_t m, std::int64_t n, const std::b
     const std::size_t quad = static_cast<std::size_t>(4 * ng) * w_k4_rows4::rec_bytes;
     for (std::int64_t p0 = 0; p0 < m; p0 += qgemm_panel) {
         const std::int64_t pr = m - p0 < qgemm_panel ? m - p0 : qgemm_panel;
-        for (std::int64_t c = 0; c < n; c += qgemm_rn) {
-            const std::byte* yc = y + static_cast<std::size_t>(c) * ys;
-            for (std::int64_t r = 0; r < pr; r += qgemm_rm) {
-                const w_k4_rows4 wr{x + static_cast<std::size_t>((p0 + r) / 4) * quad};
-                float* o = out + static_cast<std::size_t>(c) * ldo + static_cast<std::size_t>(p0 + r);
-                qgemm_tile_k4_n<A, V>(n - c, ng, wr, yc, ys, o, ldo, 4);
-            }
-        }
+        const auto w_at = [&](std::int64_t r) {
+            return w_k4_rows4{x + static_cast<std::size_t>((p0 + r) / 4) * quad, static_cast<int>(r % 4)};
+        };
+        qgemm_k4_panel<A, V>(ng, w_at, pr, n, y, ys, out + p0, ldo);
     }
 }
 
@@ -631,8 +705,8 @@ void qgemm_k4_rows4(std::int64_t k, std::int64_t m, std::int64_t n, const std::b
 template <class A>
 TESSERA_ALWAYS_INLINE float k4_term(int isum, float sf, float mf, const unsigned char* g, std::size_t l) {
     float dy, bs;
-    std::memcpy(&dy, g + 512 + 4 * l, 4);
-    std::memcpy(&bs, g + 576 + 4 * l, 4);
+    std::memcpy(&dy, g + qgemm_act32.dy + 4 * l, 4);
+    std::memcpy(&bs, g + qgemm_act32.bs + 4 * l, 4);
     return static_cast<float>(isum) * (sf * dy) - mf * bs;
 }
 template <class A>
