@@ -31,8 +31,9 @@ void fill(node* n, float lo = -1.f, float hi = 1.f) {
     }
 }
 
-// Builds the graph with `make`, then times compute(); bytes = what the op reads + writes.
-void run(benchmark::State& st, const std::function<any_tensor(context&)>& make, double bytes) {
+// Builds the graph with `make`, then times compute(); bytes = what the op reads + writes;
+// flops, when given, adds GFLOP/s and fma_ratio (over the f32 FMA peak measured here).
+void run(benchmark::State& st, const std::function<any_tensor(context&)>& make, double bytes, double flops = 0) {
     context ctx;
     any_tensor out = make(ctx);
     for (std::size_t i = 0; i < ctx.size(); ++i)
@@ -47,6 +48,11 @@ void run(benchmark::State& st, const std::function<any_tensor(context&)>& make, 
     st.SetBytesProcessed(static_cast<std::int64_t>(bytes * static_cast<double>(st.iterations())));
     const double gbs = bytes * static_cast<double>(st.iterations()) / secs / 1e9;
     st.counters["copy_ratio"] = gbs / tessera_bench::copy_gbs(static_cast<int>(st.range(0)), static_cast<std::size_t>(bytes));
+    if (flops > 0) {
+        const double gflops = flops * static_cast<double>(st.iterations()) / secs / 1e9;
+        st.counters["GFLOP/s"] = gflops;
+        st.counters["fma_ratio"] = gflops / tessera_bench::fma_peak_gflops(static_cast<int>(st.range(0)));
+    }
 }
 
 constexpr std::int64_t E = 4096, T = 512, H = 32, D = 128, KV = 2048;
@@ -92,7 +98,8 @@ void bm_flash_attn(benchmark::State& st) {
                                   any_tensor(c.new_tensor(type_id::f16, {D, KV, H, 1})), any_tensor(c.new_tensor(type_id::f16, {KV, nq, 1, 1})),
                                   0.088f);
         },
-        4.0 * D * KV * H);
+        4.0 * D * KV * H,                       // K and V (f16), read once
+        4.0 * static_cast<double>(nq) * KV * D * H);  // two products of 2 * KV * D per query and head
 }
 
 // 1000 tiny adds in a chain: the time per node is the executor's overhead.

@@ -115,7 +115,6 @@ namespace ref {
 
 using graph::op_kind;
 
-inline bool is_float(type_id t) noexcept { return t == type_id::f32 || t == type_id::f16 || t == type_id::bf16; }
 
 inline double load(const node& t, std::int64_t i0, std::int64_t i1, std::int64_t i2, std::int64_t i3) {
     const std::byte* p = t.bytes() + static_cast<std::size_t>(i0) * t.lay.nb[0] + static_cast<std::size_t>(i1) * t.lay.nb[1] +

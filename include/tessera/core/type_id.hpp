@@ -84,6 +84,8 @@ constexpr std::string_view type_name(type_id t) { return info(t).name; }
 constexpr std::int64_t block_size(type_id t) { return info(t).block_size; }
 constexpr std::int64_t type_size(type_id t) { return info(t).type_size; }
 constexpr bool is_quantized(type_id t) { return info(t).is_quantized; }
+// f32, f16 or bf16: the types converted element by element to and from f32.
+constexpr bool is_float(type_id t) { return t == type_id::f32 || t == type_id::f16 || t == type_id::bf16; }
 
 // Bytes of a row of n elements; throws when n is not a whole number of blocks.
 constexpr std::int64_t row_size(type_id t, std::int64_t n) {

@@ -74,10 +74,6 @@ namespace detail {
     fail(errc::unsupported, std::string(what) + ": " + name + " is not a floating-point or quantized type");
 }
 
-inline bool is_float_row_type(type_id t) noexcept {
-    return t == type_id::f32 || t == type_id::f16 || t == type_id::bf16;
-}
-
 template <class B>
 inline constexpr bool has_reference = block_traits<B>::supported;
 
@@ -86,7 +82,7 @@ inline constexpr bool has_reference = block_traits<B>::supported;
 // Types quantize() can write / dequantize_row() can read.
 inline bool can_quantize(type_id t) {
     if (!is_valid_type_id(static_cast<std::int64_t>(t))) return false;
-    if (detail::is_float_row_type(t)) return true;
+    if (is_float(t)) return true;
     bool ok = false;
     visit_block_type(t, [&]<class B>() { ok = detail::has_reference<B>; });
     return ok;
@@ -187,7 +183,7 @@ inline float vec_dot_row(type_id t, std::int64_t n, const void* x, const void* y
 
 // The type activations are quantized to for vec_dot with weights of type t.
 inline type_id dot_partner_type(type_id t) {
-    if (detail::is_float_row_type(t)) return t;
+    if (is_float(t)) return t;
     type_id r = t;
     if (!visit_block_type(t, [&]<class B>() { r = block_traits<typename block_traits<B>::dot_partner>::id; }))
         detail::fail_unsupported(t, "dot_partner_type");

@@ -38,7 +38,6 @@ namespace graph::cpu {
 
 namespace detail {
 
-inline bool is_float(type_id t) noexcept { return t == type_id::f32 || t == type_id::f16 || t == type_id::bf16; }
 inline bool is_plain(type_id t) noexcept { return block_size(t) == 1; }
 inline std::size_t align_up(std::size_t x, std::size_t a = 64) noexcept { return (x + a - 1) / a * a; }
 
@@ -99,7 +98,6 @@ inline std::string repacked_source_reason(const node& n) {
 }
 
 inline std::string unsupported_reason(const node& n) {
-    using detail::is_float;
     const node* a = n.src[0];
     const node* b = n.src[1];
     const type_id t = n.lay.type;
@@ -286,7 +284,7 @@ inline bool use_qgemm(const node& a, const node& b) {
 // gemm_f32_pb) when a's rows are contiguous; fewer columns, the dot-product tiles (gemm_f32).
 inline constexpr std::int64_t fgemm_min_cols = 32;
 inline bool use_fgemm(const node& a, const node& b) {
-    return detail::is_float(a.lay.type) && a.lay.nb[0] == static_cast<std::size_t>(type_size(a.lay.type)) &&
+    return is_float(a.lay.type) && a.lay.nb[0] == static_cast<std::size_t>(type_size(a.lay.type)) &&
            b.lay.ne[1] >= fgemm_min_cols;
 }
 
@@ -1123,7 +1121,7 @@ inline constexpr std::int64_t fa_q_block = impl_fa_q_block;  // rows that share 
 // f32 rows [r0, r0 + n) of a K or V node (row r at (r, i2, i3)) for kernels that need
 // them: float rows are converted (or gathered), block rows dequantized.
 inline const float* fa_row(const kernel_set& k, const node& t, std::int64_t r, std::int64_t i2, std::int64_t i3, float* buf) {
-    if (detail::is_float(t.lay.type)) return load_row(k, t, r, i2, i3, buf);
+    if (is_float(t.lay.type)) return load_row(k, t, r, i2, i3, buf);
     quant::dequantize_row(t.lay.type, row_ptr(t, r, i2, i3), buf, t.lay.ne[0]);
     return buf;
 }
@@ -1158,7 +1156,7 @@ inline void flash_attn_tiled(const node& d, const exec_params& p) {
                : t == type_id::bf16 ? kernels::detail::gemm_a_type::bf16 : kernels::detail::gemm_a_type::f32;
     };
     // K rows go to the kernel as they are when it can read them (contiguous f32/f16/bf16)
-    const bool k_direct = detail::is_float(kk.lay.type) && kk.lay.nb[0] == static_cast<std::size_t>(type_size(kk.lay.type));
+    const bool k_direct = is_float(kk.lay.type) && kk.lay.nb[0] == static_cast<std::size_t>(type_size(kk.lay.type));
     constexpr float ninf = -std::numeric_limits<float>::infinity();
     const std::int64_t n_blocks = (n_q + fa_tile_q - 1) / fa_tile_q;
     const auto [w0, w1] = p.split(n_blocks * H * q.lay.ne[3]);

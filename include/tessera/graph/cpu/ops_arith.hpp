@@ -22,7 +22,6 @@ TESSERA_BEGIN_NAMESPACE
 namespace graph::cpu {
 
 namespace arith_detail {
-inline bool is_float(type_id t) noexcept { return t == type_id::f32 || t == type_id::f16 || t == type_id::bf16; }
 inline std::size_t pad16(std::int64_t n) noexcept { return (static_cast<std::size_t>(n) + 15) / 16 * 16; }
 }  // namespace arith_detail
 
@@ -30,10 +29,10 @@ inline std::size_t pad16(std::int64_t n) noexcept { return (static_cast<std::siz
 inline std::string arith_unsupported_reason(const node& n) {
     const node& a = *n.src[0];
     const std::string name(op_name(n.op));
-    if (!arith_detail::is_float(a.lay.type) && n.op != op_kind::set)
+    if (!is_float(a.lay.type) && n.op != op_kind::set)
         return name + " on " + std::string(type_name(a.lay.type));
     if (n.op == op_kind::add1 || n.op == op_kind::acc) {
-        if (!arith_detail::is_float(n.src[1]->lay.type)) return name + " with b of " + std::string(type_name(n.src[1]->lay.type));
+        if (!is_float(n.src[1]->lay.type)) return name + " with b of " + std::string(type_name(n.src[1]->lay.type));
     }
     if (n.op == op_kind::solve_tri) {
         const auto& sp = n.param<solve_tri_params>();
@@ -42,7 +41,7 @@ inline std::string arith_unsupported_reason(const node& n) {
     }
     if (n.op == op_kind::set) {
         const type_id ta = a.lay.type, tb = n.src[1]->lay.type;
-        if (!(arith_detail::is_float(ta) && arith_detail::is_float(tb)) && !(ta == tb && block_size(ta) == 1))
+        if (!(is_float(ta) && is_float(tb)) && !(ta == tb && block_size(ta) == 1))
             return "set of " + std::string(type_name(tb)) + " into " + std::string(type_name(ta));
     }
     return {};

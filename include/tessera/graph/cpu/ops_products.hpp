@@ -32,7 +32,6 @@ TESSERA_BEGIN_NAMESPACE
 namespace graph::cpu {
 
 namespace products_detail {
-inline bool is_float(type_id t) noexcept { return t == type_id::f32 || t == type_id::f16 || t == type_id::bf16; }
 inline std::size_t align64(std::size_t x) noexcept { return (x + 63) / 64 * 64; }
 inline constexpr std::int64_t id_rows = 64;  // weight rows per work item
 inline constexpr std::int64_t id_cols = 64;  // columns per f32 GEMM call
@@ -69,10 +68,10 @@ inline std::string products_unsupported_reason(const node& n) {
     const type_id ta = n.src[0]->lay.type;
     const std::string name(op_name(n.op));
     if (n.op == op_kind::out_prod) {
-        if (products_detail::is_float(ta) || (is_quantized(ta) && quant::can_dequantize(ta))) return {};
+        if (is_float(ta) || (is_quantized(ta) && quant::can_dequantize(ta))) return {};
         return "out_prod with " + std::string(type_name(ta)) + " a (no dequantize kernel for this type yet)";
     }
-    if (products_detail::is_float(ta)) return {};
+    if (is_float(ta)) return {};
     if (is_quantized(ta) && quant::can_quantize(ta) && quant::can_quantize(quant::dot_partner_type(ta))) return {};
     return name + " with " + std::string(type_name(ta)) + " weights (no vec_dot kernel for this type yet)";
 }

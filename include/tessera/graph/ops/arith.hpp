@@ -70,7 +70,7 @@ inline node* acc_set(op_kind op, node* a, node* b, std::size_t nb1, std::size_t 
     if (op == op_kind::acc) {
         check_float(name, a, "a");
         check_float(name, b, "b");
-    } else if (!(is_float_type(ta) && is_float_type(tb)) && !(ta == tb && block_size(ta) == 1)) {
+    } else if (!(is_float(ta) && is_float(tb)) && !(ta == tb && block_size(ta) == 1)) {
         op_fail(name, errc::unsupported, "a " + desc(a) + " and b " + desc(b) +
                                              " must both be float (f32, f16, bf16) or of one plain (non-block) type");
     }

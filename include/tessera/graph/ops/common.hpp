@@ -44,7 +44,6 @@ inline constexpr bool dependent_false = false;
 
 constexpr int max_rank(int a, int b) noexcept { return a > b ? a : b; }
 
-inline bool is_float_type(type_id t) noexcept { return t == type_id::f32 || t == type_id::f16 || t == type_id::bf16; }
 inline bool is_index_type(type_id t) noexcept { return t == type_id::i32 || t == type_id::i64; }
 
 inline std::string desc(const node* n) { return shape_string(n); }
@@ -59,7 +58,7 @@ inline void check_not_null(std::string_view op, const node* n, const char* which
 
 inline void check_float(std::string_view op, const node* n, const char* which) {
     check_not_null(op, n, which);
-    if (!is_float_type(n->lay.type))
+    if (!is_float(n->lay.type))
         op_fail(op, errc::unsupported, std::string("operand ") + which + " " + desc(n) + " must be f32, f16 or bf16");
 }
 

@@ -45,7 +45,7 @@ inline node* lightning_indexer(node* q, node* k, node* w, node* mask) {
     check_type(name, w, type_id::f32, "w");
     check_not_null(name, mask, "mask");
     for (const node* s : {k, w, mask}) check_same_context(name, q, s);
-    if (!is_float_type(k->lay.type) && block_size(k->lay.type) == 1)
+    if (!is_float(k->lay.type) && block_size(k->lay.type) == 1)
         op_fail(name, errc::unsupported, "k " + desc(k) + " must be f32, f16, bf16 or a block type");
     if (mask->lay.type != type_id::f16 && mask->lay.type != type_id::f32)
         op_fail(name, errc::unsupported, "mask " + desc(mask) + " must be f16 (or f32)");

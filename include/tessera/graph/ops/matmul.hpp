@@ -30,7 +30,7 @@ inline node* mul_mat(node* a, node* b, bool prec_f32) {
 }
 inline node* out_prod(node* a, node* b) {
     check_not_null("out_prod", a, "a");
-    if (!is_float_type(a->lay.type) && !is_quantized(a->lay.type))
+    if (!is_float(a->lay.type) && !is_quantized(a->lay.type))
         op_fail("out_prod", errc::unsupported, "a " + desc(a) + " must be f32, f16, bf16 or a block type");
     check_type("out_prod", b, type_id::f32, "b");
     check_same_context("out_prod", a, b);
