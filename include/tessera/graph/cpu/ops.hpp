@@ -214,7 +214,8 @@ struct scratch_need {
     std::size_t shared = 0;      // bytes shared by the node's threads
 };
 
-inline constexpr std::int64_t mul_mat_chunk = 64;
+inline constexpr std::int64_t mul_mat_chunk = 64;      // weight rows per work item
+inline constexpr std::int64_t mul_mat_conv_rows = 16;  // f16/bf16 weight rows converted to f32 at a time (few columns)
 inline constexpr std::int64_t impl_fa_q_block = 16;  // (query, head) rows of flash_attn_rows per work item
 
 // Tiled flash attention (impl::flash_attn_tiled): queries of one head in blocks of
@@ -275,7 +276,7 @@ inline bool mul_mat_b_direct(const node& b) {
 // kernels/quant/gemm.hpp and gemm_lanes.hpp (every type with a vec_dot has one): the
 // activations packed once, the weights decoded 16 rows at a time into a per-thread panel.
 // Weights repacked by CPU_REPACK (q4_0, q8_0, q4_K) always take it.
-inline constexpr std::int64_t qgemm_min_cols = 4;
+using kernels::qgemm_min_cols;
 inline bool use_qgemm(const node& a, const node& b) {
     return kernels::qgemm_supported(a.lay.type) && (a.pack == packing::rows4_x16 || b.lay.ne[1] >= qgemm_min_cols);
 }
@@ -314,7 +315,7 @@ inline scratch_need scratch_for(const node& n) {
                 s.per_thread = f(static_cast<std::int64_t>(kernels::fgemm_work_floats)) + f(K);
                 return s;
             }
-            if (a.lay.type != type_id::f32 || a.lay.nb[0] != 4) s.per_thread = f(mul_mat_chunk * K);
+            if (a.lay.type != type_id::f32 || a.lay.nb[0] != 4) s.per_thread = f(mul_mat_conv_rows * K);
             if (!mul_mat_b_direct(b)) s.shared = f(b.lay.nelements());
             return s;
         }
@@ -1096,23 +1097,34 @@ inline void mul_mat(const node& d, const exec_params& p) {
         const std::int64_t i2 = (c / chunks) % B2, i3 = c / chunks / B2;
         const std::int64_t m0 = ch * mul_mat_chunk, ml = std::min(mul_mat_chunk, M - m0);
         const std::byte* arow = row_ptr(a, m0, i2 / r2, i3 / r3);
-        const float* ap;
-        std::size_t lda;
-        if (a.lay.type == type_id::f32 && a.lay.nb[0] == 4) {
-            ap = reinterpret_cast<const float*>(arow);
-            lda = a.lay.nb[1] / 4;
-        } else {
-            for (std::int64_t m = 0; m < ml; ++m) {
-                float* dst = abuf + static_cast<std::size_t>(m * K);
-                const float* x = load_f32(k, a.lay.type, arow + static_cast<std::size_t>(m) * a.lay.nb[1], a.lay.nb[0], K, dst);
-                if (x != dst) std::memcpy(dst, x, static_cast<std::size_t>(K) * 4);
-            }
-            ap = abuf;
-            lda = static_cast<std::size_t>(K);
-        }
         const float* bp = bf + static_cast<std::size_t>(i2) * b_mat + static_cast<std::size_t>(i3) * b_batch;
         float* cp = reinterpret_cast<float*>(row_ptr(d, 0, i2, i3)) + m0;
-        k.gemm(ap, lda, bp, b_row, cp, ldc, static_cast<std::size_t>(ml), static_cast<std::size_t>(N), static_cast<std::size_t>(K));
+        if (a.lay.type == type_id::f32 && a.lay.nb[0] == 4) {
+            k.gemm(reinterpret_cast<const float*>(arow), a.lay.nb[1] / 4, bp, b_row, cp, ldc, static_cast<std::size_t>(ml),
+                   static_cast<std::size_t>(N), static_cast<std::size_t>(K));
+            continue;
+        }
+        if (a.lay.type == type_id::f16 && a.lay.nb[0] == 2 && N < qgemm_min_cols) {  // few columns: f16 rows read in place
+            for (std::int64_t m = 0; m < ml; ++m) {
+                const auto* x = reinterpret_cast<const f16*>(arow + static_cast<std::size_t>(m) * a.lay.nb[1]);
+                for (std::int64_t n = 0; n < N; ++n)
+                    cp[static_cast<std::size_t>(n) * ldc + static_cast<std::size_t>(m)] =
+                        k.dot_f16(x, bp + static_cast<std::size_t>(n) * b_row, static_cast<std::size_t>(K));
+            }
+            continue;
+        }
+        // f16 / bf16 / strided rows: converted mul_mat_conv_rows at a time, so the f32 copy
+        // stays in L2 (64 rows of K = 4096 would be 1 MiB, written and read back from L3)
+        for (std::int64_t s0 = 0; s0 < ml; s0 += mul_mat_conv_rows) {
+            const std::int64_t sl = std::min(mul_mat_conv_rows, ml - s0);
+            for (std::int64_t m = 0; m < sl; ++m) {
+                float* dst = abuf + static_cast<std::size_t>(m * K);
+                const float* x = load_f32(k, a.lay.type, arow + static_cast<std::size_t>(s0 + m) * a.lay.nb[1], a.lay.nb[0], K, dst);
+                if (x != dst) std::memcpy(dst, x, static_cast<std::size_t>(K) * 4);
+            }
+            k.gemm(abuf, static_cast<std::size_t>(K), bp, b_row, cp + s0, ldc, static_cast<std::size_t>(sl), static_cast<std::size_t>(N),
+                   static_cast<std::size_t>(K));
+        }
     }
 }
 

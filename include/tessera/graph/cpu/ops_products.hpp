@@ -8,10 +8,13 @@
 // sorts the (u, t) slots by expert id (a counting sort, so the grouping is stable);
 // then every slot's b row is converted once, in grouped order, to what the weights need
 // (packed f32 rows for f32/f16/bf16 weights, rows of the dot-partner blocks for block
-// types, as mul_mat does); then the work is (expert, chunk of 64 weight rows) items:
-// float weights go through the f32 GEMM against up to 64 grouped columns at a time (the
-// weight chunk converted to f32 once per item), block weights through the type's SIMD
-// gemv kernel per column (or the scalar vec_dot reference for types without kernels).
+// types, as mul_mat does; for an expert with at least kernels::qgemm_min_cols slots and a block
+// type with a packed GEMM, also packed as kernels/quant/gemm.hpp reads them); then the
+// work is (expert, chunk of 64 weight rows) items: float weights go through the f32 GEMM
+// against up to 64 grouped columns at a time (the weight chunk converted to f32 once per
+// item), block weights through the packed quantized GEMM (experts with enough slots) or
+// the type's SIMD gemv kernel per column (the scalar vec_dot reference for types without
+// kernels).
 #pragma once
 
 #include <algorithm>
@@ -25,6 +28,7 @@
 #include "tessera/core/error.hpp"
 #include "tessera/graph/cpu/rows.hpp"
 #include "tessera/graph/node.hpp"
+#include "tessera/kernels/quant/gemm_lanes.hpp"
 #include "tessera/kernels/quant/table.hpp"
 #include "tessera/quant/reference.hpp"
 
@@ -50,17 +54,23 @@ struct id_shared {
     std::int64_t* next;    // [n_expert] fill positions while grouping
     std::int32_t* slots;   // [n_used * T] slot t * n_used + u, grouped by expert
     std::byte* rows;       // [n_used * T] converted b rows, grouped order
+    std::byte* packed;     // [n_used * T] rows packed for the quantized GEMM, grouped order (null: no GEMM for the type)
 };
+// Bytes of one row packed for the quantized GEMM (0: the weights' type has none).
+inline std::size_t id_packed_row_bytes(const node& as) {
+    return kernels::qgemm_supported(as.lay.type) ? kernels::qgemm_act_row_bytes(as.lay.type, as.lay.ne[0]) : 0;
+}
 inline std::size_t id_shared_bytes(const node& d, id_shared* out, std::byte* base) {
     const node& as = *d.src[0];
     const node& ids = *d.src[2];
     const auto n_exp = static_cast<std::size_t>(as.lay.ne[2]);
     const auto total = static_cast<std::size_t>(ids.lay.ne[0] * ids.lay.ne[1]);
     const std::size_t a = align64((2 * n_exp + 1) * 8), b = align64(total * 4), c = align64(total * id_row_bytes(as));
+    const std::size_t e = align64(total * id_packed_row_bytes(as));
     if (out)
         *out = {reinterpret_cast<std::int64_t*>(base), reinterpret_cast<std::int64_t*>(base) + n_exp + 1,
-                reinterpret_cast<std::int32_t*>(base + a), base + a + b};
-    return a + b + c;
+                reinterpret_cast<std::int32_t*>(base + a), base + a + b, e ? base + a + b + c : nullptr};
+    return a + b + c + e;
 }
 }  // namespace products_detail
 
@@ -82,6 +92,8 @@ inline std::pair<std::size_t, std::size_t> mul_mat_id_scratch(const node& d) {
     const node& as = *d.src[0];
     const auto K = static_cast<std::size_t>(as.lay.ne[0]);
     std::size_t per_thread = align64((K + 16) * 4);  // one f32 row (block weights: b rows before quantizing)
+    if (kernels::qgemm_supported(as.lay.type))  // the quantized GEMM's output block and decoded weight panel
+        per_thread += align64(static_cast<std::size_t>(id_cols * id_rows) * 4) + align64(kernels::qgemm_work_bytes(as.lay.type, as.lay.ne[0]));
     if (!is_quantized(as.lay.type)) {
         per_thread = align64(static_cast<std::size_t>(id_cols * id_rows) * 4);  // GEMM output block
         if (as.lay.type != type_id::f32 || as.lay.nb[0] != 4) per_thread += align64(static_cast<std::size_t>(id_rows) * K * 4);
@@ -129,6 +141,25 @@ void id_block_item(const node& d, const exec_params& p, const products_detail::i
     const std::int64_t K = as.lay.ne[0], n_used = d.lay.ne[1];
     const std::size_t qrow = products_detail::id_row_bytes(as);
     const auto* x = reinterpret_cast<const B*>(row_ptr(as, m0, e, 0));
+    if constexpr (kernels::has_qgemm<B>) {
+        if (sh.off[e + 1] - sh.off[e] >= kernels::qgemm_min_cols) {  // the packed GEMM, id_cols slots at a time
+            using products_detail::align64, products_detail::id_cols, products_detail::id_rows;
+            const auto gemm = simd::kernel_for<kernels::qgemm_kernels<B>::template gemm>(p.k->arch);
+            const std::size_t prow = products_detail::id_packed_row_bytes(as);
+            auto* cbuf = reinterpret_cast<float*>(p.scratch + align64(static_cast<std::size_t>(K + 16) * 4));
+            std::byte* work = reinterpret_cast<std::byte*>(cbuf) + align64(static_cast<std::size_t>(id_cols * id_rows) * 4);
+            for (std::int64_t j0 = sh.off[e]; j0 < sh.off[e + 1]; j0 += id_cols) {
+                const std::int64_t nc = std::min(id_cols, sh.off[e + 1] - j0);
+                gemm(K, ml, nc, x, as.lay.nb[1], sh.packed + static_cast<std::size_t>(j0) * prow, prow, cbuf, static_cast<std::size_t>(ml), work);
+                for (std::int64_t jj = 0; jj < nc; ++jj) {  // column jj of the block is slot j0 + jj's output rows m0 ..
+                    const std::int32_t s = sh.slots[j0 + jj];
+                    float* o = reinterpret_cast<float*>(row_ptr(d, s % n_used, s / n_used, 0)) + m0;
+                    std::memcpy(o, cbuf + jj * ml, static_cast<std::size_t>(ml) * 4);
+                }
+            }
+            return;
+        }
+    }
     for (std::int64_t j = sh.off[e]; j < sh.off[e + 1]; ++j) {
         const std::int32_t s = sh.slots[j];
         float* o = reinterpret_cast<float*>(row_ptr(d, s % n_used, s / n_used, 0)) + m0;
@@ -199,6 +230,13 @@ inline void mul_mat_id(const node& d, const exec_params& p) {
                     }
                 });
                 if (!done) quant::quantize(tp, x, dst, 1, K);
+                const std::int32_t ex = id_at(u, t);
+                if (sh.packed && sh.off[ex + 1] - sh.off[ex] >= kernels::qgemm_min_cols)  // and packed if its expert runs the GEMM
+                    quant::visit_block_type(ta, [&]<class B>() {
+                        if constexpr (kernels::has_qgemm<B>)
+                            kernels::qgemm_pack_act<B>(K, reinterpret_cast<const typename quant::block_traits<B>::dot_partner*>(dst),
+                                                       sh.packed + static_cast<std::size_t>(j) * id_packed_row_bytes(as));
+                    });
             } else {
                 auto* f = reinterpret_cast<float*>(dst);
                 const float* x = load_row(k, b, u % n_b, t, 0, f);

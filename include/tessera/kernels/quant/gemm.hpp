@@ -83,6 +83,8 @@ constexpr int qgemm_lane(type_id t) noexcept {
     }
 }
 constexpr bool qgemm_supported(type_id t) noexcept { return qgemm_lane(t) != 0; }
+// Columns from which mul_mat and mul_mat_id (per expert) take the packed GEMM instead of gemv.
+inline constexpr std::int64_t qgemm_min_cols = 4;
 
 // One group of packed activations, lanes of `lane` elements: the quants in the x16 order
 // (byte t*64 + l*4 + i = element 4t + i of lane l; 16 * lane bytes), then per lane f32
