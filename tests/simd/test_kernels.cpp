@@ -94,6 +94,27 @@ TEST_CASE("dot_f16_f32 and axpy_f16_f32 (f16 x) match double references for ever
     }
 }
 
+TEST_CASE("dot_bf16_f32 (bf16 x) matches a double reference for every arch and length") {
+    for (auto a : simd::available_archs()) {
+        const auto dot = simd::kernel_for<kernels::dot_bf16_f32>(a);
+        for (std::size_t n : {0, 1, 3, 7, 8, 9, 15, 16, 17, 24, 33, 64, 127, 128, 129, 1031}) {
+            const auto xf = random_floats(n, 7 + static_cast<unsigned>(n), -4.f, 4.f);
+            const auto y = random_floats(n, 600 + static_cast<unsigned>(n));
+            std::vector<bf16> x(n);
+            for (std::size_t i = 0; i < n; ++i) x[i] = bf16::from_float(xf[i]);
+            double ref = 0, mag = 0;
+            for (std::size_t i = 0; i < n; ++i) {
+                const double t = static_cast<double>(x[i].to_float()) * y[i];
+                ref += t;
+                mag += std::fabs(t);
+            }
+            CAPTURE(arch_str(a));
+            CAPTURE(n);
+            CHECK(std::fabs(dot(x.data(), y.data(), n) - ref) <= 1e-6 * mag + 1e-30);
+        }
+    }
+}
+
 TEST_CASE("f16 row conversions are bit-exact with the scalar conversion for every arch") {
     // all 65536 f16 patterns (f16 -> f32), then the f32 images of all of them plus
     // random f32 and the midpoints (f32 -> f16); odd lengths exercise the tails.

@@ -1104,12 +1104,15 @@ inline void mul_mat(const node& d, const exec_params& p) {
                    static_cast<std::size_t>(N), static_cast<std::size_t>(K));
             continue;
         }
-        if (a.lay.type == type_id::f16 && a.lay.nb[0] == 2 && N < qgemm_min_cols) {  // few columns: f16 rows read in place
+        if ((a.lay.type == type_id::f16 || a.lay.type == type_id::bf16) && a.lay.nb[0] == 2 && N < qgemm_min_cols) {  // few columns: f16/bf16 rows read in place
             for (std::int64_t m = 0; m < ml; ++m) {
-                const auto* x = reinterpret_cast<const f16*>(arow + static_cast<std::size_t>(m) * a.lay.nb[1]);
-                for (std::int64_t n = 0; n < N; ++n)
+                const std::byte* x = arow + static_cast<std::size_t>(m) * a.lay.nb[1];
+                for (std::int64_t n = 0; n < N; ++n) {
+                    const float* y = bp + static_cast<std::size_t>(n) * b_row;
                     cp[static_cast<std::size_t>(n) * ldc + static_cast<std::size_t>(m)] =
-                        k.dot_f16(x, bp + static_cast<std::size_t>(n) * b_row, static_cast<std::size_t>(K));
+                        a.lay.type == type_id::f16 ? k.dot_f16(reinterpret_cast<const f16*>(x), y, static_cast<std::size_t>(K))
+                                                   : k.dot_bf16(reinterpret_cast<const bf16*>(x), y, static_cast<std::size_t>(K));
+                }
             }
             continue;
         }
