@@ -817,7 +817,8 @@ TESSERA_QGEMM_R4_KERNEL_(q8_0, qgemm_r4<A, quant::block_q8_0>);
 TESSERA_QGEMM_R4_KERNEL_(q4_K, qgemm_k4_r4<A>);
 #undef TESSERA_QGEMM_R4_KERNEL_
 
-#define TESSERA_QGEMM_KERNEL_(T, F)                                                                             \
+// gemm_<T>: the kernel struct of block type T over qdetail::F (also used by gemm_lanes.hpp).
+#define TESSERA_QGEMM_KERNEL(T, F)                                                                           \
     template <class A>                                                                                       \
     struct gemm_##T {                                                                                        \
         void operator()(std::int64_t k, std::int64_t m, std::int64_t n, const quant::block_##T* x,           \
@@ -832,10 +833,9 @@ TESSERA_QGEMM_R4_KERNEL_(q4_K, qgemm_k4_r4<A>);
     }                                                                                                        \
     TESSERA_KERNEL(gemm_##T)
 
-TESSERA_QGEMM_KERNEL_(q4_0, qgemm);
-TESSERA_QGEMM_KERNEL_(q8_0, qgemm);
-TESSERA_QGEMM_KERNEL_(q4_K, qgemm_k4);
-#undef TESSERA_QGEMM_KERNEL_
+TESSERA_QGEMM_KERNEL(q4_0, qgemm);
+TESSERA_QGEMM_KERNEL(q8_0, qgemm);
+TESSERA_QGEMM_KERNEL(q4_K, qgemm_k4);
 
 }  // namespace kernels
 TESSERA_END_NAMESPACE

@@ -541,35 +541,20 @@ void lane_gemm(std::int64_t k, std::int64_t m, std::int64_t n, const B* x, std::
 
 }  // namespace qdetail
 
-#define TESSERA_QGEMM_LANE_KERNEL_(T)                                                                          \
-    template <class A>                                                                                       \
-    struct gemm_##T {                                                                                        \
-        void operator()(std::int64_t k, std::int64_t m, std::int64_t n, const quant::block_##T* x,           \
-                        std::size_t x_stride, const std::byte* y, std::size_t y_stride, float* out,          \
-                        std::size_t ldo, std::byte* work) const;                                             \
-    };                                                                                                       \
-    template <class A>                                                                                       \
-    void gemm_##T<A>::operator()(std::int64_t k, std::int64_t m, std::int64_t n, const quant::block_##T* x,  \
-                                 std::size_t x_stride, const std::byte* y, std::size_t y_stride, float* out, \
-                                 std::size_t ldo, std::byte* work) const {                                   \
-        qdetail::lane_gemm<A>(k, m, n, x, x_stride, y, y_stride, out, ldo, work, A{});                       \
-    }                                                                                                        \
-    TESSERA_KERNEL(gemm_##T)
 
-TESSERA_QGEMM_LANE_KERNEL_(q4_1);
-TESSERA_QGEMM_LANE_KERNEL_(q5_0);
-TESSERA_QGEMM_LANE_KERNEL_(q5_1);
-TESSERA_QGEMM_LANE_KERNEL_(q8_1);
-TESSERA_QGEMM_LANE_KERNEL_(iq4_nl);
-TESSERA_QGEMM_LANE_KERNEL_(mxfp4);
-TESSERA_QGEMM_LANE_KERNEL_(q2_K);
-TESSERA_QGEMM_LANE_KERNEL_(q3_K);
-TESSERA_QGEMM_LANE_KERNEL_(q5_K);
-TESSERA_QGEMM_LANE_KERNEL_(q6_K);
-TESSERA_QGEMM_LANE_KERNEL_(iq4_xs);
-TESSERA_QGEMM_LANE_KERNEL_(tq1_0);
-TESSERA_QGEMM_LANE_KERNEL_(tq2_0);
-#undef TESSERA_QGEMM_LANE_KERNEL_
+TESSERA_QGEMM_KERNEL(q4_1, lane_gemm);
+TESSERA_QGEMM_KERNEL(q5_0, lane_gemm);
+TESSERA_QGEMM_KERNEL(q5_1, lane_gemm);
+TESSERA_QGEMM_KERNEL(q8_1, lane_gemm);
+TESSERA_QGEMM_KERNEL(iq4_nl, lane_gemm);
+TESSERA_QGEMM_KERNEL(mxfp4, lane_gemm);
+TESSERA_QGEMM_KERNEL(q2_K, lane_gemm);
+TESSERA_QGEMM_KERNEL(q3_K, lane_gemm);
+TESSERA_QGEMM_KERNEL(q5_K, lane_gemm);
+TESSERA_QGEMM_KERNEL(q6_K, lane_gemm);
+TESSERA_QGEMM_KERNEL(iq4_xs, lane_gemm);
+TESSERA_QGEMM_KERNEL(tq1_0, lane_gemm);
+TESSERA_QGEMM_KERNEL(tq2_0, lane_gemm);
 
 // ---- the GEMM kernels of a block type ------------------------------------------------------
 // qgemm_kernels<B>::gemm<A>: plain rows (gemm_<T>); ::rows4<A>: weights in the repacked
