@@ -1,6 +1,6 @@
 // mul_mat through the CPU backend: 4096 x 4096 weights times N = 1, 64, 512 f32 columns,
 // at 1 and 2 threads, for f32, f16, bf16, q8_0, q4_0, q4_K, q6_K, q5_K, q3_K, q2_K, iq4_xs,
-// iq4_nl, q5_0, q4_1, tq2_0 weights in a CPU buffer and for q4_0 / q8_0 / q4_K weights in the CPU_REPACK buffer (backend/repack.hpp,
+// iq4_nl, q5_0, q4_1, tq2_0 weights in a CPU buffer and for q4_0 / q8_0 / q4_K weights in the CPU_REPACK buffer (backend/cpu/repack.hpp,
 // names ending in "_repack").
 //
 //   N >= 64  GFLOP/s and fma_ratio = GFLOP/s / the f32 FMA peak measured in this process
@@ -20,6 +20,7 @@
 #include "machine.hpp"
 #include "tessera/backend/all.hpp"
 #include "tessera/graph/all.hpp"
+#include "tessera/backend/cpu.hpp"
 #include "tessera/quant/reference.hpp"
 
 namespace {
@@ -84,7 +85,7 @@ void bm_mul_mat(benchmark::State& st, type_id wt, bool repack) {
     for (node* w : ws) be::tensor_set(*w, wb.data(), 0, wb.size());
     const auto xf = random_floats(static_cast<std::size_t>(K * N), 7);
     be::tensor_set(*x, xf.data(), 0, xf.size() * 4);
-    if (repack && ws[0]->pack != packing::rows4_x16) {
+    if (repack && !backend::is_repacked(*ws[0])) {
         st.SkipWithError("weights were not repacked");
         return;
     }

@@ -15,6 +15,7 @@
 
 #include "machine.hpp"
 #include "tessera/graph/all.hpp"
+#include "tessera/backend/cpu.hpp"
 
 namespace {
 using namespace tessera;
@@ -40,7 +41,7 @@ void run(benchmark::State& st, const std::function<any_tensor(context&)>& make, 
         if (ctx[i].op == op_kind::none && ctx[i].lay.type != type_id::i32) fill(&ctx[i]);
     cgraph g;
     g.build_forward_expand(out);
-    cpu_executor ex(static_cast<int>(st.range(0)));
+    backend::cpu::executor ex(static_cast<int>(st.range(0)));
     ex.compute(g);
     const auto t0 = std::chrono::steady_clock::now();
     for (auto _ : st) ex.compute(g);
@@ -113,7 +114,7 @@ void bm_graph_overhead(benchmark::State& st) {
     for (int i = 0; i < 1000; ++i) t = add(t, y);
     cgraph g;
     g.build_forward_expand(t);
-    cpu_executor ex(static_cast<int>(st.range(0)));
+    backend::cpu::executor ex(static_cast<int>(st.range(0)));
     ex.compute(g);
     for (auto _ : st) ex.compute(g);
     st.counters["us_per_node"] = benchmark::Counter(1e-3, benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);

@@ -12,6 +12,7 @@
 
 #include "machine.hpp"
 #include "tessera/graph/all.hpp"
+#include "tessera/backend/cpu.hpp"
 
 namespace {
 using namespace tessera;
@@ -38,7 +39,7 @@ void run(benchmark::State& st, const std::function<any_tensor(context&)>& make, 
     cgraph g;
     g.build_forward_expand(out);
     const int threads = static_cast<int>(st.range(0));
-    cpu_executor ex(threads);
+    backend::cpu::executor ex(threads);
     ex.compute(g);
     for (auto _ : st) ex.compute(g);
     const double s = static_cast<double>(st.iterations());

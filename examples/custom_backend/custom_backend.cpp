@@ -14,6 +14,7 @@
 
 #include "tessera/backend/all.hpp"
 #include "tessera/graph/all.hpp"
+#include "tessera/backend/cpu.hpp"
 
 namespace toy {
 

@@ -40,7 +40,7 @@ int main() {
         v.set(xv);
         auto wq = graph::cast<quant::block_q8_0>(w);  // quantize the weights inside the graph
         auto r = graph::rms_norm(graph::mul_mat(wq, v), 1e-6f);
-        graph::cpu_executor(2).compute(graph::build_forward(r));
+        backend::cpu::executor(2).compute(graph::build_forward(r));
         std::vector<float> out(8);
         r.get(out);
         std::printf("rms_norm(W_q8_0 x) =");

@@ -314,7 +314,7 @@ TEST_CASE_TEMPLATE("quantized weight conformance", F, cpu_family, ref_family, re
             any_buffer wb = alloc_tensors(ws, F::buft(), buffer_usage::weights);
             any_buffer rb = alloc_tensors(rest, be.default_buffer_type());
             REQUIRE(wb);
-            CHECK((w.get()->pack == graph::packing::rows4_x16) == F::repacks);
+            CHECK(is_repacked(*w.get()) == F::repacks);
             const auto wf = blocktest::pseudo_random(static_cast<std::size_t>(k * m), 31);
             const auto xf = blocktest::pseudo_random(static_cast<std::size_t>(k * n), 32);
             std::vector<std::byte> wq(w.get()->lay.nbytes()), back(wq.size());

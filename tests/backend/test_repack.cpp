@@ -1,4 +1,4 @@
-// The CPU_REPACK buffer type and device (backend/repack.hpp): which tensors get
+// The CPU_REPACK buffer type and device (backend/cpu.hpp, backend/cpu/repack.hpp): which tensors get
 // repacked, reads giving back the original bytes (whole, partial, after memset and
 // clear), mul_mat on repacked weights (q4_0, q8_0, q4_K) against a double-precision
 // definition on every arch at 1 and 2 threads, the scheduler placing those mul_mats,
@@ -110,15 +110,15 @@ TEST_CASE("CPU_REPACK: which tensors are repacked, and their sizes") {
     REQUIRE(buf);
     CHECK(buf.name() == std::string_view("CPU_REPACK"));
     CHECK_FALSE(buf.is_host());
-    CHECK(a->pack == graph::packing::rows4_x16);
-    CHECK(b->pack == graph::packing::rows4_x16);
-    CHECK(f->pack == graph::packing::rows4_x16);
-    CHECK(c->pack == graph::packing::plain);
-    CHECK(d->pack == graph::packing::plain);
-    CHECK(e->pack == graph::packing::plain);
-    CHECK(g->pack == graph::packing::rows4_x16);
-    CHECK(h->pack == graph::packing::plain);
-    CHECK(i->pack == graph::packing::rows4_x16);
+    CHECK(backend::is_repacked(*a));
+    CHECK(backend::is_repacked(*b));
+    CHECK(backend::is_repacked(*f));
+    CHECK(!backend::is_repacked(*c));
+    CHECK(!backend::is_repacked(*d));
+    CHECK(!backend::is_repacked(*e));
+    CHECK(backend::is_repacked(*g));
+    CHECK(!backend::is_repacked(*h));
+    CHECK(backend::is_repacked(*i));
     // a view is never repacked by itself
     CHECK_FALSE(repackable(*graph::view(any_tensor(a), {768, 4, 1, 1}, {a->lay.nb[1], a->lay.nb[1] * 4, a->lay.nb[1] * 4}, 0).get()));
 }
@@ -148,7 +148,7 @@ TEST_CASE("CPU_REPACK: reads give the original bytes back (whole, partial, memse
         }
         tensor_set(*w, plain.data(), 0, nb);
         CHECK(read_all(*w) == plain);
-        if (w->pack != graph::packing::plain) CHECK(std::memcmp(w->bytes(), plain.data(), nb) != 0);  // stored otherwise
+        if (backend::is_repacked(*w)) CHECK(std::memcmp(w->bytes(), plain.data(), nb) != 0);  // stored otherwise
         // a partial write across rows and blocks, then partial reads
         std::vector<std::byte> patch(nb / 3);
         for (std::size_t i = 0; i < patch.size(); ++i) patch[i] = static_cast<std::byte>(i * 7 + 1);
@@ -210,7 +210,7 @@ TEST_CASE("CPU_REPACK: mul_mat on repacked weights equals the definition, every 
             for (node* nd : g.nodes()) rest.push_back(nd);
             any_buffer wb = alloc_tensors(weights, repack_buffer_type(), buffer_usage::weights);
             any_buffer cb = alloc_tensors(rest, cpu_buffer_type());
-            REQUIRE(w.get()->pack == graph::packing::rows4_x16);
+            REQUIRE(backend::is_repacked(*w.get()));
             const auto wq = quantized(tc.t, tc.k, tc.m, 11);
             const auto xf = normal_floats(static_cast<std::size_t>(tc.k * n), 12);
             tensor_set(*w.get(), wq.data(), 0, wq.size());
@@ -335,7 +335,7 @@ TEST_CASE("CPU_REPACK: device and scheduler placement") {
 TEST_CASE("CPU_REPACK: any use of a repacked tensor but mul_mat is refused, naming it") {
     small_graph t;
     const std::string why =
-        graph::cpu::unsupported_reason(*graph::cpy(t.w, graph::new_tensor(t.ctx, type_id::q4_0, {512, 8, 1, 1}, "c2")).get());
+        backend::cpu::unsupported_reason(*graph::cpy(t.w, graph::new_tensor(t.ctx, type_id::q4_0, {512, 8, 1, 1}, "c2")).get());
     CHECK(why.find("'w' is stored repacked") != std::string::npos);
     graph::cgraph g2;
     g2.build_forward_expand(graph::get_rows(t.w, graph::new_tensor(t.ctx, type_id::i32, {2, 1, 1, 1}, "ids")));

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "tessera/graph/all.hpp"
+#include "tessera/backend/cpu.hpp"
 #include "tessera/quant/reference.hpp"
 
 namespace harness {
@@ -144,8 +145,8 @@ inline bool sentinel_ok(const std::byte* p) {
     return true;
 }
 
-inline cpu_executor& executor(int threads) {
-    static cpu_executor one(1), two(2);
+inline backend::cpu::executor& executor(int threads) {
+    static backend::cpu::executor one(1), two(2);
     return threads == 1 ? one : two;
 }
 

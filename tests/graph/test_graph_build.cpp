@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "tessera/graph/all.hpp"
+#include "tessera/backend/cpu.hpp"
 
 using namespace tessera;
 using namespace tessera::graph;
@@ -67,7 +68,7 @@ TEST_CASE("graph: mul_mat matches ggml's simple example and runs in one call") {
     b.set(std::vector<float>{10, 5, 9, 9, 5, 4});
     auto c = mul_mat(a, b);
     static_assert(std::is_same_v<decltype(c), tensor<float, 2>>);
-    cpu_executor ex(2);
+    backend::cpu::executor ex(2);
     ex.compute(build_forward(c));
     std::vector<float> out(12);
     c.get(out);
@@ -94,7 +95,7 @@ TEST_CASE("graph: views, reshape, permute, transpose share memory and compute th
     cgraph g;
     g.build_forward_expand(ct);
     g.build_forward_expand(cv);
-    cpu_executor().compute(g);
+    backend::cpu::executor().compute(g);
     std::vector<float> o(24);
     ct.get(o);
     // ct[i0, i1, i2] = x[i1, i0, i2]
@@ -121,7 +122,7 @@ TEST_CASE("graph: in-place ops give the out-of-place results and write over thei
     auto o = cont(out_of_place);
     cgraph g1;
     g1.build_forward_expand(o);
-    cpu_executor ex(2);
+    backend::cpu::executor ex(2);
     ex.compute(g1);
     std::vector<float> ref(185);
     o.get(ref);
@@ -188,7 +189,7 @@ TEST_CASE("executor: unsupported nodes and missing memory are refused before com
     auto w = new_tensor<quant::block_iq2_xxs, 2>(ctx, {256, 4});  // no kernels for iq2_xxs yet
     auto x = new_tensor<float, 2>(ctx, {256, 2});
     auto y = mul_mat(w, x);
-    cpu_executor ex;
+    backend::cpu::executor ex;
     try {
         ex.compute(build_forward(y));
         FAIL("no error");
@@ -226,7 +227,7 @@ TEST_CASE("executor: abort callback stops a compute cleanly; the pool is reused"
     for (int i = 0; i < 100; ++i) t = scale(t, 1.0f);
     cgraph g = build_forward(t);
     for (int threads : {1, 2}) {
-        cpu_executor ex(threads);
+        backend::cpu::executor ex(threads);
         int calls = 0;
         ex.set_abort_callback([&] { return ++calls == 10; });
         try {
@@ -245,7 +246,7 @@ TEST_CASE("executor: abort callback stops a compute cleanly; the pool is reused"
 }
 
 TEST_CASE("thread_pool: barrier orders phases across threads") {
-    thread_pool pool(2);
+    backend::cpu::thread_pool pool(2);
     std::vector<int> v(2, 0);
     std::atomic<int> bad{0};
     for (int rep = 0; rep < 100; ++rep) {
@@ -258,7 +259,7 @@ TEST_CASE("thread_pool: barrier orders phases across threads") {
         });
     }
     CHECK(bad.load() == 0);
-    CHECK_THROWS_AS(thread_pool(0), tessera::error);
+    CHECK_THROWS_AS(backend::cpu::thread_pool(0), tessera::error);
 }
 
 TEST_CASE("graph: docs/ops.md lists exactly the implemented ops") {
@@ -287,6 +288,6 @@ TEST_CASE("graph: docs/ops.md lists exactly the implemented ops") {
         const std::string name(op_name(op));
         INFO(name);
         REQUIRE(status.count(name) == 1);
-        CHECK(status[name] == (cpu::implements(op) ? "yes" : "no"));
+        CHECK(status[name] == (backend::cpu::implements(op) ? "yes" : "no"));
     }
 }

@@ -205,7 +205,7 @@ TEST_CASE("custom ops: n_tasks decides which threads call the function, with whi
             e.n_tasks);
         cgraph g;
         g.build_forward_expand(r);
-        cpu_executor ex(e.threads);
+        backend::cpu::executor ex(e.threads);
         ex.compute(g);
         INFO("threads ", e.threads, " n_tasks ", e.n_tasks);
         CHECK(seen.size() == e.calls.size());  // each (ith, nth) once
@@ -247,7 +247,7 @@ TEST_CASE("custom ops: the node owns a copy of the callable; exceptions reach co
         CHECK(token.use_count() == 2);  // the copy in the node
         cgraph g;
         g.build_forward_expand(r);
-        graph::compute(g, 2);
+        backend::cpu::compute(g, 2);
         CHECK(*token == 2);  // both threads called it
     }
     CHECK(token.use_count() == 1);  // released with the context
@@ -261,7 +261,7 @@ TEST_CASE("custom ops: the node owns a copy of the callable; exceptions reach co
         });
         cgraph g;
         g.build_forward_expand(add(r, any_tensor(a)));
-        cpu_executor ex(threads);
+        backend::cpu::executor ex(threads);
         CHECK_THROWS_WITH_AS(ex.compute(g), "custom op failed on purpose", std::runtime_error);
         fail_now = false;
         CHECK_NOTHROW(ex.compute(g));  // the executor is usable again
@@ -300,7 +300,7 @@ TEST_CASE("custom ops: the docs/graph.md example computes gain * tanh(x) + x") {
             for (std::int64_t i = 0; i < dst.ne(0); ++i) d(i, r) = gain * std::tanh(s(i, r));
     });
     auto z = add(y, x);  // other ops read the result as usual
-    cpu_executor(2).compute(build_forward(z));
+    backend::cpu::executor(2).compute(build_forward(z));
     std::vector<float> out(640);
     z.get(out);
     double err = 0;

@@ -78,7 +78,7 @@ TEST_CASE("extra ops: add_id adds the bias row of each selected expert, float ty
         std::memcpy(ids->data, v, sizeof v);
         cgraph g;
         g.build_forward_expand(add_id(any_tensor(a), any_tensor(bias), any_tensor(ids)));
-        CHECK_THROWS_WITH_AS(graph::compute(g, threads), doctest::Contains("expert id 3 at (0, 1)"), tessera::error);
+        CHECK_THROWS_WITH_AS(backend::cpu::compute(g, threads), doctest::Contains("expert id 3 at (0, 1)"), tessera::error);
     }
 }
 
@@ -162,7 +162,7 @@ TEST_CASE("extra ops: solve_tri (left, lower, non-unit) reads only the lower tri
     for (auto [left, lower, uni] : {std::tuple{true, false, false}, {true, true, true}, {false, true, false}}) {
         cgraph g;
         g.build_forward_expand(solve_tri(t(type_id::f32, {4, 4, 1, 1}), t(type_id::f32, {4, 4, 1, 1}), left, lower, uni));
-        cpu_executor ex(1);
+        backend::cpu::executor ex(1);
         CHECK_THROWS_WITH_AS((void)ex.plan(g), doctest::Contains("solve_tri other than left, lower, non-unit"), tessera::error);
     }
 }

@@ -578,14 +578,14 @@ TEST_CASE("ops more: the executor refuses unsupported types and out-of-range exp
             cgraph g;
             g.build_forward_expand(r);
             try {
-                graph::compute(g, threads);
+                backend::cpu::compute(g, threads);
                 FAIL("no error for an out-of-range expert id");
             } catch (const tessera::error& e) {
                 CHECK(std::string(e.what()).find("expert id 4") != std::string::npos);
             }
             const std::int32_t w[6] = {0, 1, 2, 3, 3, 0};
             std::memcpy(ids->data, w, sizeof w);
-            CHECK_NOTHROW(graph::compute(g, threads));  // the executor is usable again
+            CHECK_NOTHROW(backend::cpu::compute(g, threads));  // the executor is usable again
         }
     }
     {  // weights of a block type without a vec_dot kernel: refused by name before compute
@@ -595,7 +595,7 @@ TEST_CASE("ops more: the executor refuses unsupported types and out-of-range exp
         any_tensor ids(ctx.new_tensor(type_id::i32, {1, 2, 1, 1}));
         cgraph g;
         g.build_forward_expand(mul_mat_id(as, b, ids));
-        cpu_executor ex(1);
+        backend::cpu::executor ex(1);
         try {
             (void)ex.plan(g);
             FAIL("iq2_xxs experts were not refused");

@@ -245,7 +245,7 @@ TEST_CASE("training ops: get_rows_back scatters the rows of dy (repeated indices
         std::memcpy(idx->data, v, sizeof v);
         cgraph g;
         g.build_forward_expand(get_rows_back(any_tensor(dy), any_tensor(idx), any_tensor(like)));
-        CHECK_THROWS_WITH_AS(graph::compute(g, threads), doctest::Contains("index 2 at position 1"), tessera::error);
+        CHECK_THROWS_WITH_AS(backend::cpu::compute(g, threads), doctest::Contains("index 2 at position 1"), tessera::error);
     }
 }
 
@@ -520,7 +520,7 @@ TEST_CASE("training ops: opt_step_adamw also updates m and v; three steps match 
             const vec hp = adamw_params(1e-2, 0.9, 0.99, 1e-8, 0.01, step);
             std::vector<float> hpf(hp.begin(), hp.end());
             p.set(hpf);
-            graph::compute(gr, threads);
+            backend::cpu::compute(gr, threads);
             const adamw_ref ref = adamw_step(hp, W, G, M, V);
             W.v = ref.w, M.v = ref.m, V.v = ref.v;
             std::vector<float> got(185);
@@ -571,7 +571,7 @@ TEST_CASE("training ops: bad shapes, types and parameters give a tessera::error 
     any_tensor sb = soft_max_ext_back(t(f, {8, 4, 2, 1}), t(f, {8, 4, 2, 1}), 1.0f, 8.0f);
     cgraph g;
     g.build_forward_expand(sb);
-    cpu_executor ex(1);
+    backend::cpu::executor ex(1);
     CHECK_THROWS_WITH_AS((void)ex.plan(g), doctest::Contains("max_bias"), tessera::error);
 }
 

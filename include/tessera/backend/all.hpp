@@ -12,7 +12,6 @@
 #include "tessera/backend/event.hpp"
 #include "tessera/backend/reference.hpp"
 #include "tessera/backend/reg.hpp"
-#include "tessera/backend/repack.hpp"
 #include "tessera/backend/registry.hpp"
 #include "tessera/backend/scheduler.hpp"
 #include "tessera/backend/utils.hpp"

@@ -5,19 +5,17 @@
 // == compares identity); an empty handle is false. Every handle also models its own
 // concept, so generic code (the conformance tests) takes models and handles alike.
 //
-// Also here: the tensor <-> buffer association (ggml's tensor->buffer). tessera's
-// nodes carry only a data pointer, so every live buffer registers its address range
-// and buffer_of(tensor) finds the buffer that holds a tensor's bytes; tensors whose
-// bytes belong to no buffer (a graph::context that allocates) count as host memory.
+// Also here: the tensor <-> buffer association (ggml's tensor->buffer): tensor_alloc
+// records the buffer in the node (node::buffer, a weak link), buffer_of(tensor) reads
+// it back; tensors whose bytes belong to no buffer (a graph::context that allocates,
+// memory the user binds) count as host memory.
 // And the tensor I/O of ggml-backend.h: tensor_alloc, tensor_set/get/memset/copy.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
-#include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -149,9 +147,6 @@ public:
     template <class T>
     T* target() const noexcept;
 
-    // The live buffer holding address p, or an empty handle.
-    static any_buffer find(const std::byte* p);
-
 private:
     explicit any_buffer(std::shared_ptr<state> s) noexcept : s_(std::move(s)) {}
     state& get() const {
@@ -159,39 +154,17 @@ private:
         return *s_;
     }
     friend class any_buffer_type;
+    friend any_buffer buffer_of(const node& t);
+    friend void tensor_alloc(const any_buffer& buf, node& t, std::byte* addr);
     std::shared_ptr<state> s_;
 };
 
-namespace detail {
-// The address ranges of the live buffers (ggml's tensor->buffer, recovered from the
-// data pointer).
-struct buffer_table {
-    std::mutex mu;
-    std::map<std::uintptr_t, std::pair<std::size_t, void*>> ranges;  // base -> (size, state*)
-    // Never destroyed, so buffers that outlive other statics can still unregister.
-    static buffer_table& get() {
-        static buffer_table* t = new buffer_table;
-        return *t;
-    }
-};
-}  // namespace detail
-
-struct any_buffer::state : std::enable_shared_from_this<any_buffer::state> {
+struct any_buffer::state {
     std::unique_ptr<iface> impl;
     any_buffer_type type;
     buffer_usage usage = buffer_usage::any;
     std::byte* base = nullptr;
     std::size_t size = 0;
-    bool registered = false;
-
-    ~state() {
-        if (registered) {
-            auto& t = detail::buffer_table::get();
-            std::lock_guard<std::mutex> lk(t.mu);
-            auto it = t.ranges.find(reinterpret_cast<std::uintptr_t>(base));
-            if (it != t.ranges.end() && it->second.second == this) t.ranges.erase(it);
-        }
-    }
 };
 
 template <class B>
@@ -221,12 +194,6 @@ any_buffer::any_buffer(B b, any_buffer_type type) {
     s->type = std::move(type);
     s->base = s->impl->base();
     s->size = s->impl->size();
-    if (s->base && s->size) {
-        auto& t = detail::buffer_table::get();
-        std::lock_guard<std::mutex> lk(t.mu);
-        t.ranges[reinterpret_cast<std::uintptr_t>(s->base)] = {s->size, s.get()};
-        s->registered = true;
-    }
     s_ = std::move(s);
 }
 
@@ -257,20 +224,6 @@ inline bool any_buffer::contains(const std::byte* p, std::size_t n) const noexce
 template <class T>
 T* any_buffer::target() const noexcept {
     return s_ ? static_cast<T*>(s_->impl->target(typeid(T))) : nullptr;
-}
-
-inline any_buffer any_buffer::find(const std::byte* p) {
-    if (!p) return {};
-    auto& t = detail::buffer_table::get();
-    std::lock_guard<std::mutex> lk(t.mu);
-    const auto a = reinterpret_cast<std::uintptr_t>(p);
-    auto it = t.ranges.upper_bound(a);
-    if (it == t.ranges.begin()) return {};
-    --it;
-    if (a - it->first >= it->second.first) return {};
-    auto* st = static_cast<state*>(it->second.second);
-    std::shared_ptr<state> sp = st->weak_from_this().lock();
-    return sp ? any_buffer(std::move(sp)) : any_buffer();
 }
 
 // ---- any_buffer_type (model) --------------------------------------------------------------
@@ -342,8 +295,13 @@ private:
 // ---- tensor I/O (ggml-backend.h) -----------------------------------------------------------
 
 // The buffer that holds t's bytes (its view root's for a view), or an empty handle
-// when t has no memory or its memory belongs to no buffer (a graph::context).
-inline any_buffer buffer_of(const node& t) { return any_buffer::find(t.bytes()); }
+// when t has no memory, its memory belongs to no buffer (a graph::context) or its
+// buffer is gone.
+inline any_buffer buffer_of(const node& t) {
+    const node& root = t.view_src ? *t.view_src : t;
+    if (!root.data) return {};
+    return any_buffer(std::static_pointer_cast<any_buffer::state>(root.buffer.lock()));
+}
 
 // Can the CPU read t's bytes directly?
 inline bool is_host_memory(const node& t) {
@@ -372,6 +330,7 @@ inline void tensor_alloc(const any_buffer& buf, node& t, std::byte* addr) {
                                          " bytes) does not fit in buffer '" + std::string(buf.name()) + "' of " +
                                          std::to_string(buf.size()) + " bytes at that address");
     graph::context::bind(t, addr);
+    t.buffer = buf.s_;
     buf.init_tensor(t);
 }
 

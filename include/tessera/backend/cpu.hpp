@@ -5,10 +5,10 @@
 //                    a copy (an mmap'ed GGUF's tensor data), never freed by the buffer
 //   cpu_device       "CPU": description from /proc/cpuinfo, memory from sysconf, caps
 //                    {buffer_from_host_ptr}; supports_op = what the graph layer's CPU
-//                    kernels compute (graph/cpu/ops.hpp)
+//                    kernels compute (backend/cpu/ops.hpp)
 //   cpu_backend      the stream: n_threads (a persistent thread pool), abort callback,
 //                    graph plans; computes through the graph layer's CPU kernels
-//   cpu_reg          devices CPU and CPU_REPACK (backend/repack.hpp, an ACCEL device whose
+//   cpu_reg          devices CPU and CPU_REPACK (below; its buffer is backend/cpu/repack.hpp), an ACCEL device whose
 //                    buffer type is also the CPU device's extra buffer type), proc
 //                    addresses "set_n_threads", "set_abort_callback"
 #pragma once
@@ -38,64 +38,18 @@
 #include "tessera/backend/any.hpp"
 #include "tessera/config.hpp"
 #include "tessera/core/error.hpp"
-#include "tessera/graph/cpu/executor.hpp"
-#include "tessera/graph/cpu/ops.hpp"
-#include "tessera/graph/cpu/thread_pool.hpp"
+#include "tessera/backend/cpu/buffer.hpp"
+#include "tessera/backend/cpu/executor.hpp"
+#include "tessera/backend/cpu/repack.hpp"
 #include "tessera/simd/dispatch.hpp"
 
 TESSERA_BEGIN_NAMESPACE
 namespace backend {
 
-inline constexpr std::size_t cpu_alignment = 32;
-
 any_device cpu_device();
 any_buffer_type cpu_buffer_type();
-any_device repack_device();            // backend/repack.hpp (included at the end)
+any_device repack_device();  // below
 any_buffer_type repack_buffer_type();
-
-// ---- buffer -------------------------------------------------------------------------------
-
-class cpu_buffer {
-public:
-    // Owned, zeroed memory of n bytes aligned to `align` (n = 0: no memory, base() is null).
-    explicit cpu_buffer(std::size_t n, std::size_t align = cpu_alignment) : size_(n), align_(align), owned_(true) {
-        if (n) {
-            try {
-                base_ = static_cast<std::byte*>(::operator new(n, std::align_val_t(align_)));
-            } catch (const std::bad_alloc&) {
-                fail(errc::out_of_memory, "CPU buffer: could not allocate " + std::to_string(n) + " bytes");
-            }
-            std::memset(base_, 0, n);
-        }
-    }
-    // Wraps user memory without copying; the caller keeps it alive.
-    cpu_buffer(void* p, std::size_t n) noexcept : base_(static_cast<std::byte*>(p)), size_(n), owned_(false) {}
-    cpu_buffer(cpu_buffer&& o) noexcept
-        : base_(std::exchange(o.base_, nullptr)), size_(o.size_), align_(o.align_), owned_(o.owned_) {}
-    cpu_buffer& operator=(cpu_buffer&&) = delete;
-    cpu_buffer(const cpu_buffer&) = delete;
-    ~cpu_buffer() {
-        if (owned_ && base_) ::operator delete(base_, std::align_val_t(align_));
-    }
-
-    std::string_view name() const noexcept { return owned_ ? "CPU" : "CPU_Mapped"; }
-    std::byte* base() const noexcept { return base_; }
-    std::size_t size() const noexcept { return size_; }
-    bool owns_memory() const noexcept { return owned_; }
-    // Both ends are host memory: a device-side copy is a memcpy.
-    bool cpy_tensor(const node& src, node& dst) const {
-        if (!is_host_memory(src)) return false;
-        std::memcpy(dst.bytes(), src.bytes(), src.lay.nbytes());
-        return true;
-    }
-
-private:
-    std::byte* base_ = nullptr;
-    std::size_t size_ = 0;
-    std::size_t align_ = cpu_alignment;
-    bool owned_ = true;
-};
-static_assert(buffer<cpu_buffer>);
 
 // ---- buffer type --------------------------------------------------------------------------
 
@@ -126,18 +80,8 @@ inline any_buffer cpu_buffer_from_ptr(void* ptr, std::size_t size) {
 // ---- backend (stream) ---------------------------------------------------------------------
 
 class cpu_backend {
-    struct state {
-        explicit state(int n) : pool(n) {}
-        graph::thread_pool pool;
-        std::function<bool()> abort;
-        std::unique_ptr<std::byte, void (*)(std::byte*)> work{nullptr, [](std::byte* p) {
-                                                                 ::operator delete(p, std::align_val_t(64));
-                                                             }};
-        std::size_t work_cap = 0;
-    };
-
 public:
-    explicit cpu_backend(int n_threads = 4) : s_(std::make_unique<state>(check_threads(n_threads))) {}
+    explicit cpu_backend(int n_threads = 4) : ex_(std::make_unique<cpu::executor>(check_threads(n_threads))) {}
     // A CPU stream created by another device that computes on the CPU (CPU_REPACK).
     cpu_backend(int n_threads, any_device dev) : cpu_backend(n_threads) { dev_ = std::move(dev); }
 
@@ -147,11 +91,11 @@ public:
     backend::guid guid() const noexcept { return cpu_guid; }
     any_device device() const { return dev_ ? dev_ : cpu_device(); }
 
-    int n_threads() const noexcept { return s_->pool.size(); }
-    void set_n_threads(int n) { s_->pool.resize(check_threads(n)); }
+    int n_threads() const noexcept { return ex_->n_threads(); }
+    void set_n_threads(int n) { ex_->set_n_threads(check_threads(n)); }
     // Polled after each node; returning true stops the compute (errc::aborted).
-    void set_abort_callback(std::function<bool()> cb) { s_->abort = std::move(cb); }
-    std::size_t work_size() const noexcept { return s_->work_cap; }
+    void set_abort_callback(std::function<bool()> cb) { ex_->set_abort_callback(std::move(cb)); }
+    std::size_t work_size() const noexcept { return ex_->work_size(); }
 
     graph_plan graph_plan_create(graph_view g) const {
         graph_plan p{std::vector<node*>(g.nodes.begin(), g.nodes.end()), {}};
@@ -159,10 +103,10 @@ public:
         return p;
     }
     void graph_plan_compute(graph_plan& p) {
-        const auto* need = std::any_cast<graph::compute_plan>(&p.state);
-        run(p.view(), need ? *need : check(p.view()));
+        const auto* need = std::any_cast<cpu::compute_plan>(&p.state);
+        ex_->run(p.view().nodes, need ? *need : check(p.view()));
     }
-    void graph_compute(graph_view g) { run(g, check(g)); }
+    void graph_compute(graph_view g) { ex_->run(g.nodes, check(g)); }
 
 private:
     static int check_threads(int n) {
@@ -171,90 +115,18 @@ private:
     }
 
     // Refuses the graph before computing anything: unsupported ops, tensors without
-    // memory, tensors in memory the CPU cannot read. Returns the scratch plan.
-    graph::compute_plan check(graph_view g) const {
-        graph::compute_plan p;
-        p.n_threads = s_->pool.size();
-        auto readable = [](const node& t, const node& user) {
-            if (!t.bytes() && t.lay.nelements() > 0)
-                fail(errc::invalid_argument, "CPU: tensor " + detail::tensor_desc(t) + " used by '" + user.name +
-                                                 "' has no memory; allocate the graph first");
+    // memory (the executor's checks) and tensors in memory the CPU cannot read.
+    cpu::compute_plan check(graph_view g) const {
+        return ex_->plan(g.nodes, [](const node& t, const node&) {
             if (const any_buffer b = buffer_of(t); b && !b.is_host() && !cpu_device().supports_buft(b.type()))
                 fail(errc::invalid_argument, "CPU: tensor " + detail::tensor_desc(t) + " is in buffer '" + std::string(b.name()) +
                                                  "' (buffer type " + std::string(b.type() ? b.type().name() : "?") +
                                                  "), which the CPU cannot read; copy it to a host buffer or run the graph "
                                                  "through a scheduler");
-        };
-        for (const node* n : g.nodes) {
-            if (const std::string why = graph::cpu::unsupported_reason(*n); !why.empty())
-                fail(errc::unsupported, "CPU: node '" + n->name + "' (" + graph::cgraph::op_label(*n) + " " +
-                                            n->lay.to_string() + "): " + why);
-            if (graph::cpu::is_noop(n->op)) continue;
-            readable(*n, *n);
-            for (const node* src : n->src)
-                if (src) readable(*src, *n);
-            const auto need = graph::cpu::scratch_for(*n);
-            p.per_thread = std::max(p.per_thread, need.per_thread);
-            p.shared = std::max(p.shared, need.shared);
-        }
-        return p;
-    }
-
-    void run(graph_view g, const graph::compute_plan& p) {
-        state& st = *s_;
-        const std::size_t per_thread = p.per_thread;
-        const std::size_t bytes = p.shared + per_thread * static_cast<std::size_t>(st.pool.size());
-        if (bytes > st.work_cap || !st.work) {
-            const std::size_t cap = std::max<std::size_t>(bytes, 64);
-            st.work.reset(static_cast<std::byte*>(::operator new(cap, std::align_val_t(64))));
-            st.work_cap = cap;
-        }
-        const graph::cpu::kernel_set ks = graph::cpu::kernel_set::for_arch(simd::active_arch());
-        // The node after which every thread leaves: set before that node's barrier and
-        // read after it, so a thread that is already further on cannot make a slower one
-        // leave a node early (which would leave the others waiting at the barrier).
-        constexpr std::size_t never = SIZE_MAX;
-        std::atomic<std::size_t> stop_at{never};
-        auto request_stop = [&](std::size_t i) {
-            std::size_t cur = stop_at.load(std::memory_order_relaxed);
-            while (i < cur && !stop_at.compare_exchange_weak(cur, i, std::memory_order_relaxed)) {
-            }
-        };
-        std::byte* work = st.work.get();
-        std::mutex err_mu;
-        std::exception_ptr err;
-        const auto nodes = g.nodes;
-        st.pool.run([&](int ith, int nth) {
-            graph::cpu::exec_params ep;
-            ep.ith = ith;
-            ep.nth = nth;
-            ep.k = &ks;
-            ep.shared = work;
-            ep.scratch = work + p.shared + per_thread * static_cast<std::size_t>(ith);
-            ep.barrier_fn = [](void* c) { static_cast<graph::thread_pool*>(c)->barrier(); };
-            ep.barrier_ctx = &st.pool;
-            for (std::size_t i = 0; i < nodes.size(); ++i) {
-                const node& n = *nodes[i];
-                if (graph::cpu::is_noop(n.op)) continue;
-                try {
-                    graph::cpu::compute_node(n, ep);
-                } catch (...) {
-                    std::lock_guard<std::mutex> lk(err_mu);
-                    if (!err) err = std::current_exception();
-                    request_stop(i);
-                }
-                if (ith == 0 && st.abort && i + 1 < nodes.size() && st.abort()) request_stop(i);
-                st.pool.barrier();
-                if (stop_at.load(std::memory_order_relaxed) <= i) return;
-            }
         });
-        if (err) std::rethrow_exception(err);
-        if (const std::size_t at = stop_at.load(); at != never)
-            fail(errc::aborted, "CPU: compute aborted by the callback after node " + std::to_string(at + 1) + " of " +
-                                    std::to_string(nodes.size()));
     }
 
-    std::unique_ptr<state> s_;
+    std::unique_ptr<cpu::executor> ex_;
     any_device dev_;
 };
 static_assert(backend<cpu_backend>);
@@ -320,7 +192,7 @@ public:
     any_buffer buffer_from_host_ptr(void* p, std::size_t n, std::size_t /*max_tensor*/) const {
         return cpu_buffer_from_ptr(p, n);
     }
-    bool supports_op(const node& x) const { return graph::cpu::unsupported_reason(x).empty(); }
+    bool supports_op(const node& x) const { return cpu::unsupported_reason(x).empty(); }
     // host memory, and CPU_REPACK (whose weights only mul_mat reads)
     bool supports_buft(const any_buffer_type& bt) const { return bt && (bt.is_host() || bt == repack_buffer_type()); }
     std::vector<any_buffer_type> extra_buffer_types() const { return {repack_buffer_type()}; }
@@ -378,7 +250,56 @@ inline void* cpu_reg_model::proc_address(std::string_view s) const noexcept {
     return nullptr;
 }
 
+// ---- CPU_REPACK: the CPU device's extra buffer type, and its device ----------------------
+
+struct repack_buffer_type_model {
+    std::string_view name() const noexcept { return "CPU_REPACK"; }
+    any_buffer alloc_buffer(std::size_t n) const { return any_buffer(repack_buffer(n)); }
+    std::size_t alignment() const noexcept { return repack_alignment; }
+    std::size_t max_size() const noexcept { return static_cast<std::size_t>(PTRDIFF_MAX); }
+    std::size_t alloc_size(const node& x) const {
+        return repackable(x) ? kernels::repacked_bytes(x.lay.type, x.lay.ne[0], x.lay.nrows()) : x.lay.nbytes();
+    }
+    bool is_host() const noexcept { return false; }
+    any_device device() const { return repack_device(); }
+};
+static_assert(buffer_type<repack_buffer_type_model>);
+
+inline any_buffer_type repack_buffer_type() {
+    static const any_buffer_type t{repack_buffer_type_model{}};
+    return t;
+}
+
+class repack_device_model {
+public:
+    std::string_view name() const noexcept { return "CPU_REPACK"; }
+    std::string_view description() const noexcept {
+        return "CPU, q4_0/q8_0/q4_K weights repacked for the packed GEMM (kernels/quant/repack.hpp)";
+    }
+    memory_info memory() const { return detail::system_memory(); }
+    device_type type() const noexcept { return device_type::accel; }
+    device_caps caps() const noexcept { return {}; }
+    any_backend init_backend(std::string_view params) const {
+        return any_backend(cpu_backend(detail::parse_n_threads(params, 4), repack_device()));
+    }
+    any_buffer_type buffer_type() const { return repack_buffer_type(); }
+    // mul_mat whose weights are repacked in a CPU_REPACK buffer (and that the CPU computes).
+    bool supports_op(const node& x) const {
+        if (x.op != graph::op_kind::mul_mat || !x.src[0] || !is_repacked(*x.src[0])) return false;
+        const any_buffer b = buffer_of(*x.src[0]);
+        return b && b.type() == repack_buffer_type() && cpu::unsupported_reason(x).empty();
+    }
+    bool supports_buft(const any_buffer_type& bt) const { return bt && (bt == repack_buffer_type() || bt.is_host()); }
+    // the weights live here: worth running their mul_mat here
+    bool offload_op(const node& x) const { return supports_op(x); }
+};
+static_assert(device<repack_device_model>);
+
+inline any_device repack_device() {
+    static const any_device d{repack_device_model{}};
+    return d;
+}
+
 }  // namespace backend
 TESSERA_END_NAMESPACE
 
-#include "tessera/backend/repack.hpp"  // IWYU pragma: export (the CPU device's extra buffer type)

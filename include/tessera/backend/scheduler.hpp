@@ -44,11 +44,11 @@
 #include <vector>
 
 #include "tessera/backend/any.hpp"
-#include "tessera/backend/cpu.hpp"
 #include "tessera/config.hpp"
 #include "tessera/core/error.hpp"
 #include "tessera/graph/context.hpp"
 #include "tessera/graph/graph.hpp"
+#include "tessera/graph/op_traits.hpp"
 #include "tessera/memory/planner.hpp"
 
 TESSERA_BEGIN_NAMESPACE
@@ -107,6 +107,10 @@ public:
             for (int c = 0; c < n_copies_; ++c) events_.back().push_back(devices_[i].event_new());
         }
         buffers_.resize(buf_types_.size());
+        // memory of no buffer (a graph::context's, the user's) is host memory: it counts as
+        // the host buffer type of the lowest-priority backend that has one
+        for (std::size_t i = backends_.size(); i-- > 0 && !host_buft_;)
+            if (const any_buffer_type bt = devices_[i].buffer_type(); bt && bt.is_host()) host_buft_ = bt;
     }
 
     std::size_t n_backends() const noexcept { return backends_.size(); }
@@ -271,10 +275,7 @@ private:
         return t.op == graph::op_kind::none && (t.flags & graph::flag_input) && !t.view_src;
     }
 
-    static bool is_view_op(const node& n) noexcept {
-        using graph::op_kind;
-        return n.op == op_kind::view || n.op == op_kind::reshape || n.op == op_kind::permute || n.op == op_kind::transpose;
-    }
+    static bool is_view_op(const node& n) noexcept { return graph::op_is_view(n.op); }
     static const node& root(const node& t) noexcept { return t.view_src ? *t.view_src : t; }
 
     int index_of(const any_backend& b) const {
@@ -297,22 +298,36 @@ private:
     // Is t's memory one of this scheduler's compute buffers?
     bool in_compute_buffer(const node& t) const {
         if (!t.data) return false;
-        const any_buffer b = any_buffer::find(t.data);
+        const any_buffer b = buffer_of(t);
         return b && std::find(buffers_.begin(), buffers_.end(), b) != buffers_.end();
+    }
+    // Equal for equal (type, ne, nb): the planner runs an op in place only over a source
+    // whose layout key equals the result's.
+    static std::uint64_t layout_key(const layout& l) noexcept {
+        std::uint64_t h = 1469598103934665603ull;  // FNV-1a over the layout's fields
+        const auto mix = [&h](std::uint64_t v) {
+            for (int i = 0; i < 8; ++i, v >>= 8) h = (h ^ (v & 0xff)) * 1099511628211ull;
+        };
+        mix(static_cast<std::uint64_t>(l.type));
+        for (std::size_t i = 0; i < l.ne.size(); ++i) {
+            mix(static_cast<std::uint64_t>(l.ne[i]));
+            mix(static_cast<std::uint64_t>(l.nb[i]));
+        }
+        return h;
     }
     // Tensors bound by an earlier alloc_graph get placed again.
     void unbind(const graph::cgraph& g) {
         for (node* t : g.leafs())
-            if (in_compute_buffer(*t)) t->data = nullptr;
+            if (in_compute_buffer(*t)) graph::context::bind(*t, nullptr);
         for (node* t : g.nodes())
-            if (!t->is_view() && in_compute_buffer(*t)) t->data = nullptr;
+            if (!t->is_view() && in_compute_buffer(*t)) graph::context::bind(*t, nullptr);
     }
     // The buffer type holding t's memory: its buffer's, host memory of no buffer counts as
     // the CPU buffer type, and memory still to be planned is that of its root's backend.
     any_buffer_type location(const node& t) const {
         if (t.bytes()) {
             const any_buffer b = buffer_of(t);
-            return b ? b.type() : cpu_buffer_type();
+            return b ? b.type() : host_buft_;
         }
         const int a = assigned(&root(t));
         return a >= 0 ? bufts_[static_cast<std::size_t>(a)] : any_buffer_type();
@@ -337,7 +352,7 @@ private:
             if (assigned(t) >= 0) return;
             if (t->bytes()) {
                 const any_buffer buf = buffer_of(*t);
-                const any_buffer_type bt = buf ? buf.type() : cpu_buffer_type();
+                const any_buffer_type bt = buf ? buf.type() : host_buft_;
                 const node* op = is_node && !is_view_op(*t) ? t : nullptr;
                 const int b = backend_for(bt, op);
                 if (b < 0)
@@ -513,6 +528,9 @@ private:
                 d.flags = memory::tensor_flags::input;
             }
             if (t->flags & graph::flag_output) d.flags = d.flags | memory::tensor_flags::output;
+            // in place over a dying source of the same layout, where the op allows it (op_traits)
+            d.can_inplace = !t->is_view() && graph::op_can_inplace(t->op);
+            d.layout = layout_key(t->lay);
             std::array<node*, graph::max_src> srcs = t->src;
             if (auto it = redirected.find(t); it != redirected.end())
                 for (const auto& [slot, c] : it->second) srcs[slot] = c;
@@ -546,6 +564,7 @@ private:
     std::vector<any_backend> backends_;
     std::vector<any_device> devices_;
     std::vector<any_buffer_type> bufts_;      // per backend
+    any_buffer_type host_buft_;               // what memory of no buffer counts as (may be empty)
     std::vector<int> buf_id_;                 // per backend: its planner buffer
     std::vector<any_buffer_type> buf_types_;  // per planner buffer
     std::vector<any_buffer> buffers_;         // per planner buffer

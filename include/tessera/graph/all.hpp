@@ -1,10 +1,9 @@
-// All of tessera::graph: tensors, contexts, op builders, graphs, allocation and the
-// CPU executor.
+// All of tessera::graph: tensors, contexts, op builders, graphs and allocation. It
+// describes and computes nothing: computing is a backend's (tessera/backend/cpu.hpp).
 #pragma once
 
 #include "tessera/graph/allocate.hpp"
 #include "tessera/graph/context.hpp"
-#include "tessera/graph/cpu/executor.hpp"
 #include "tessera/graph/graph.hpp"
 #include "tessera/graph/node.hpp"
 #include "tessera/graph/op.hpp"

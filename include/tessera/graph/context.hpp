@@ -21,6 +21,7 @@
 #include "tessera/core/error.hpp"
 #include "tessera/core/layout.hpp"
 #include "tessera/graph/node.hpp"
+#include "tessera/graph/op_traits.hpp"
 
 TESSERA_BEGIN_NAMESPACE
 namespace graph {
@@ -52,12 +53,14 @@ public:
 
     // A node computed by `op` from `srcs`, with its own contiguous bytes.
     node* new_op(const layout& l, op_kind op, op_params p, std::initializer_list<node*> srcs) {
+        check_params(op, p);
         return add(l, op, std::move(p), srcs);
     }
 
     // A node whose bytes are those of `base` at byte `offset` (views and in-place ops).
     node* new_view(node* base, const layout& l, std::size_t offset, op_kind op, op_params p,
                    std::initializer_list<node*> srcs) {
+        check_params(op, p);
         node* root = base->view_src ? base->view_src : base;
         const std::size_t offs = (base->view_src ? base->view_offs : 0) + offset;
         if (l.nelements() > 0 && offs + l.nbytes() > root->lay.nbytes())
@@ -101,6 +104,7 @@ public:
     static void bind(node& n, std::byte* p) {
         if (n.is_view()) fail(errc::invalid_argument, "bind: '" + n.name + "' is a view; bind its root");
         n.data = p;
+        n.buffer.reset();
     }
 
 private:

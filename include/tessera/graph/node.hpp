@@ -7,6 +7,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "tessera/config.hpp"
@@ -28,12 +29,6 @@ enum tensor_flag : std::uint32_t {
     flag_loss = 8,
 };
 
-// How a tensor's bytes are ordered. plain: ggml's layout (every tensor, unless a buffer
-// says otherwise). rows4_x16: q4_0/q8_0/q4_K rows interleaved four at a time in the layout
-// the packed GEMM reads (kernels/quant/repack.hpp); the CPU_REPACK buffer type stores
-// weights so (backend/repack.hpp), and only mul_mat reads such a tensor.
-enum class packing : std::uint8_t { plain, rows4_x16 };
-
 struct node {
     layout lay;
     op_kind op = op_kind::none;
@@ -44,7 +39,11 @@ struct node {
     std::byte* data = nullptr;  // own bytes; null for views and unallocated tensors
     std::string name;
     std::uint32_t flags = 0;
-    packing pack = packing::plain;  // set by the buffer the tensor is placed in
+    // The buffer holding the bytes (ggml's tensor->buffer), set by the backend layer
+    // when it places the tensor (backend::tensor_alloc) and read there (backend::buffer_of);
+    // empty for memory a graph::context or the user owns. Weak: a tensor does not keep its
+    // buffer alive. Views use their root's.
+    std::weak_ptr<void> buffer;
     std::size_t id = 0;  // creation order within the context
     context* ctx = nullptr;
 

@@ -1,5 +1,5 @@
 // The repacked weight layout ("rows4_x16") of q4_0, q8_0 and q4_K matrices: what the
-// CPU_REPACK buffer type (backend/repack.hpp) stores and the packed GEMM (gemm.hpp,
+// CPU_REPACK buffer type (backend/cpu/repack.hpp) stores and the packed GEMM (gemm.hpp,
 // gemm_q4_0_rows4 / gemm_q8_0_rows4 / gemm_q4_K_rows4) reads without any per-call packing.
 //
 // A matrix of nrows rows (nrows % 4 == 0) of k elements (k % 32 == 0, nb = k / 32 blocks

@@ -7,11 +7,12 @@
 #include <string>
 
 #include "tessera/config.hpp"
-#include "tessera/graph/cpu/rows.hpp"
+#include "tessera/backend/cpu/rows.hpp"
 #include "tessera/graph/node.hpp"
 
 TESSERA_BEGIN_NAMESPACE
-namespace graph::cpu {
+namespace backend::cpu {
+using namespace tessera::graph;  // the op bodies read graph nodes
 
 inline bool custom_implements(op_kind op) noexcept {
     return op == op_kind::map_custom1 || op == op_kind::map_custom2 || op == op_kind::map_custom3 || op == op_kind::custom;
@@ -31,5 +32,5 @@ inline void custom_compute(const node& n, const exec_params& p) {
     cp.fn(const_cast<node&>(n), p.ith, nth);
 }
 
-}  // namespace graph::cpu
+}  // namespace backend::cpu
 TESSERA_END_NAMESPACE

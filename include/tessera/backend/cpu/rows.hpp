@@ -17,7 +17,8 @@
 #include "tessera/simd/dispatch.hpp"
 
 TESSERA_BEGIN_NAMESPACE
-namespace graph::cpu {
+namespace backend::cpu {
+using namespace tessera::graph;  // the op bodies read graph nodes
 
 // The kernels of one arch, fetched once per compute.
 struct kernel_set {
@@ -201,5 +202,5 @@ void map_rows(const node& d, const node& a, const exec_params& p, F&& f) {
     }
 }
 
-}  // namespace graph::cpu
+}  // namespace backend::cpu
 TESSERA_END_NAMESPACE

@@ -18,23 +18,26 @@
 
 #include "tessera/config.hpp"
 #include "tessera/core/error.hpp"
-#include "tessera/graph/cpu/ops_arith.hpp"
-#include "tessera/graph/cpu/ops_products.hpp"
-#include "tessera/graph/cpu/ops_sort.hpp"
-#include "tessera/graph/cpu/ops_training.hpp"
-#include "tessera/graph/cpu/ops_conv.hpp"
-#include "tessera/graph/cpu/ops_custom.hpp"
-#include "tessera/graph/cpu/ops_deepseek.hpp"
-#include "tessera/graph/cpu/ops_image.hpp"
-#include "tessera/graph/cpu/ops_recurrent.hpp"
-#include "tessera/graph/cpu/rows.hpp"
+#include "tessera/backend/cpu/repack.hpp"
+#include "tessera/backend/cpu/ops_arith.hpp"
+#include "tessera/backend/cpu/ops_products.hpp"
+#include "tessera/backend/cpu/ops_sort.hpp"
+#include "tessera/backend/cpu/ops_training.hpp"
+#include "tessera/backend/cpu/ops_conv.hpp"
+#include "tessera/backend/cpu/ops_custom.hpp"
+#include "tessera/backend/cpu/ops_deepseek.hpp"
+#include "tessera/backend/cpu/ops_image.hpp"
+#include "tessera/backend/cpu/ops_recurrent.hpp"
+#include "tessera/backend/cpu/rows.hpp"
 #include "tessera/graph/node.hpp"
+#include "tessera/graph/op_traits.hpp"
 #include "tessera/kernels/quant/gemm_lanes.hpp"
 #include "tessera/kernels/quant/table.hpp"
 #include "tessera/quant/reference.hpp"
 
 TESSERA_BEGIN_NAMESPACE
-namespace graph::cpu {
+namespace backend::cpu {
+using namespace tessera::graph;  // the op bodies read graph nodes
 
 namespace detail {
 
@@ -82,14 +85,14 @@ inline float alibi_slope(float max_bias, std::int64_t h, std::int64_t n_head) {
 
 // Empty when the CPU executor computes this node exactly as ggml specifies; otherwise
 // a sentence saying what is not supported.
-// A source stored repacked (node::pack, kernels/quant/repack.hpp) can only be read by
+// A source stored repacked (in a CPU_REPACK buffer, backend/cpu/repack.hpp) can only be read by
 // mul_mat, as its weights, whole (not through a view).
 inline std::string repacked_source_reason(const node& n) {
     for (int i = 0; i < max_src; ++i) {
         const node* s = n.src[static_cast<std::size_t>(i)];
         if (!s) continue;
         const node& root = s->view_src ? *s->view_src : *s;
-        if (root.pack == packing::plain) continue;
+        if (!is_repacked(root)) continue;
         if (n.op == op_kind::mul_mat && i == 0 && !s->is_view()) return {};
         return "source '" + root.name + "' is stored repacked (buffer type CPU_REPACK); only mul_mat can read it, as its "
                "whole first operand";
@@ -103,11 +106,11 @@ inline std::string unsupported_reason(const node& n) {
     const type_id t = n.lay.type;
     auto tn = [](type_id x) { return std::string(type_name(x)); };
     if (std::string why = repacked_source_reason(n); !why.empty()) return why;
-    if (image_implements(n.op)) return image_unsupported_reason(n);  // graph/cpu/ops_image.hpp
-    if (conv_implements(n.op)) return conv_unsupported_reason(n);    // graph/cpu/ops_conv.hpp
-    if (training_implements(n.op)) return training_unsupported_reason(n);  // graph/cpu/ops_training.hpp
-    if (custom_implements(n.op)) return custom_unsupported_reason(n);      // graph/cpu/ops_custom.hpp
-    if (deepseek_implements(n.op)) return deepseek_unsupported_reason(n);  // graph/cpu/ops_deepseek.hpp
+    if (image_implements(n.op)) return image_unsupported_reason(n);  // backend/cpu/ops_image.hpp
+    if (conv_implements(n.op)) return conv_unsupported_reason(n);    // backend/cpu/ops_conv.hpp
+    if (training_implements(n.op)) return training_unsupported_reason(n);  // backend/cpu/ops_training.hpp
+    if (custom_implements(n.op)) return custom_unsupported_reason(n);      // backend/cpu/ops_custom.hpp
+    if (deepseek_implements(n.op)) return deepseek_unsupported_reason(n);  // backend/cpu/ops_deepseek.hpp
     switch (n.op) {
         case op_kind::none:
         case op_kind::view:
@@ -278,7 +281,7 @@ inline bool mul_mat_b_direct(const node& b) {
 // Weights repacked by CPU_REPACK (q4_0, q8_0, q4_K) always take it.
 using kernels::qgemm_min_cols;
 inline bool use_qgemm(const node& a, const node& b) {
-    return kernels::qgemm_supported(a.lay.type) && (a.pack == packing::rows4_x16 || b.lay.ne[1] >= qgemm_min_cols);
+    return kernels::qgemm_supported(a.lay.type) && (is_repacked(a) || b.lay.ne[1] >= qgemm_min_cols);
 }
 
 // Float weights against at least fgemm_min_cols columns run the packed GEMM (kernels/gemm.hpp
@@ -304,7 +307,7 @@ inline scratch_need scratch_for(const node& n) {
                 s.per_thread = f(K + 16);
                 if (use_qgemm(a, b)) {  // + the packed activations, and the panel of plain weights decoded per call
                     s.shared += detail::align_up(static_cast<std::size_t>(b.lay.nrows()) * kernels::qgemm_act_row_bytes(a.lay.type, K));
-                    if (a.pack != packing::rows4_x16) s.per_thread += detail::align_up(kernels::qgemm_work_bytes(a.lay.type, K));
+                    if (!is_repacked(a)) s.per_thread += detail::align_up(kernels::qgemm_work_bytes(a.lay.type, K));
                 }
                 return s;
             }
@@ -904,7 +907,7 @@ void mul_mat_quant_typed(const node& d, const exec_params& p) {
     float* buf = reinterpret_cast<float*>(p.scratch);
     constexpr bool gemm_type = kernels::has_qgemm<B>;
     static_assert(gemm_type == kernels::qgemm_supported(quant::block_traits<B>::id), "use_qgemm and the GEMM kernels agree");
-    const bool repacked = a.pack == packing::rows4_x16;
+    const bool repacked = is_repacked(a);
     const bool packed = gemm_type && use_qgemm(a, b);
     const std::size_t prow = kernels::qgemm_act_row_bytes(a.lay.type, K);
     std::byte* bp = bq + detail::align_up(static_cast<std::size_t>(b.lay.nrows()) * qrow);
@@ -1510,10 +1513,7 @@ inline bool implements(op_kind op) noexcept {
 }
 
 // Whether an op does no work (views, leafs).
-inline bool is_noop(op_kind op) noexcept {
-    return op == op_kind::none || op == op_kind::view || op == op_kind::reshape || op == op_kind::permute ||
-           op == op_kind::transpose;
-}
+inline bool is_noop(op_kind op) noexcept { return op == op_kind::none || op_is_view(op); }
 
-}  // namespace graph::cpu
+}  // namespace backend::cpu
 TESSERA_END_NAMESPACE

@@ -14,11 +14,12 @@
 #include <string>
 
 #include "tessera/config.hpp"
-#include "tessera/graph/cpu/rows.hpp"
+#include "tessera/backend/cpu/rows.hpp"
 #include "tessera/graph/node.hpp"
 
 TESSERA_BEGIN_NAMESPACE
-namespace graph::cpu {
+namespace backend::cpu {
+using namespace tessera::graph;  // the op bodies read graph nodes
 
 inline std::string sort_unsupported_reason(const node& n) {
     const type_id t = n.src[0]->lay.type;
@@ -72,5 +73,5 @@ inline void sort_rows(const node& d, const exec_params& p) {
 }
 
 }  // namespace impl
-}  // namespace graph::cpu
+}  // namespace backend::cpu
 TESSERA_END_NAMESPACE

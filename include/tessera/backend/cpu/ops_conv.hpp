@@ -13,11 +13,12 @@
 #include <utility>
 
 #include "tessera/config.hpp"
-#include "tessera/graph/cpu/gather.hpp"
+#include "tessera/backend/cpu/gather.hpp"
 #include "tessera/graph/node.hpp"
 
 TESSERA_BEGIN_NAMESPACE
-namespace graph::cpu {
+namespace backend::cpu {
+using namespace tessera::graph;  // the op bodies read graph nodes
 
 inline bool conv_implements(op_kind op) noexcept {
     switch (op) {
@@ -303,5 +304,5 @@ inline void conv_compute(const node& n, const exec_params& p) {
     }
 }
 
-}  // namespace graph::cpu
+}  // namespace backend::cpu
 TESSERA_END_NAMESPACE

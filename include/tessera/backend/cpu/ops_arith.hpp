@@ -15,17 +15,18 @@
 
 #include "tessera/config.hpp"
 #include "tessera/core/error.hpp"
-#include "tessera/graph/cpu/rows.hpp"
+#include "tessera/backend/cpu/rows.hpp"
 #include "tessera/graph/node.hpp"
 
 TESSERA_BEGIN_NAMESPACE
-namespace graph::cpu {
+namespace backend::cpu {
+using namespace tessera::graph;  // the op bodies read graph nodes
 
 namespace arith_detail {
 inline std::size_t pad16(std::int64_t n) noexcept { return (static_cast<std::size_t>(n) + 15) / 16 * 16; }
 }  // namespace arith_detail
 
-// Empty when supported (see unsupported_reason in graph/cpu/ops.hpp).
+// Empty when supported (see unsupported_reason in backend/cpu/ops.hpp).
 inline std::string arith_unsupported_reason(const node& n) {
     const node& a = *n.src[0];
     const std::string name(op_name(n.op));
@@ -251,5 +252,5 @@ inline void group_norm(const node& d, const exec_params& p) {
 }
 
 }  // namespace impl
-}  // namespace graph::cpu
+}  // namespace backend::cpu
 TESSERA_END_NAMESPACE

@@ -26,14 +26,15 @@
 
 #include "tessera/config.hpp"
 #include "tessera/core/error.hpp"
-#include "tessera/graph/cpu/rows.hpp"
+#include "tessera/backend/cpu/rows.hpp"
 #include "tessera/graph/node.hpp"
 #include "tessera/kernels/quant/gemm_lanes.hpp"
 #include "tessera/kernels/quant/table.hpp"
 #include "tessera/quant/reference.hpp"
 
 TESSERA_BEGIN_NAMESPACE
-namespace graph::cpu {
+namespace backend::cpu {
+using namespace tessera::graph;  // the op bodies read graph nodes
 
 namespace products_detail {
 inline std::size_t align64(std::size_t x) noexcept { return (x + 63) / 64 * 64; }
@@ -289,5 +290,5 @@ inline void mul_mat_id(const node& d, const exec_params& p) {
 }
 
 }  // namespace impl
-}  // namespace graph::cpu
+}  // namespace backend::cpu
 TESSERA_END_NAMESPACE

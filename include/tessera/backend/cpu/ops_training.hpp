@@ -20,12 +20,13 @@
 
 #include "tessera/config.hpp"
 #include "tessera/core/error.hpp"
-#include "tessera/graph/cpu/gather.hpp"
-#include "tessera/graph/cpu/rows.hpp"
+#include "tessera/backend/cpu/gather.hpp"
+#include "tessera/backend/cpu/rows.hpp"
 #include "tessera/graph/node.hpp"
 
 TESSERA_BEGIN_NAMESPACE
-namespace graph::cpu {
+namespace backend::cpu {
+using namespace tessera::graph;  // the op bodies read graph nodes
 
 inline bool training_implements(op_kind op) noexcept {
     switch (op) {
@@ -274,5 +275,5 @@ inline void training_compute(const node& n, const exec_params& p) {
     }
 }
 
-}  // namespace graph::cpu
+}  // namespace backend::cpu
 TESSERA_END_NAMESPACE

@@ -8,11 +8,12 @@
 #include <cstdint>
 
 #include "tessera/config.hpp"
-#include "tessera/graph/cpu/rows.hpp"
+#include "tessera/backend/cpu/rows.hpp"
 #include "tessera/graph/node.hpp"
 
 TESSERA_BEGIN_NAMESPACE
-namespace graph::cpu {
+namespace backend::cpu {
+using namespace tessera::graph;  // the op bodies read graph nodes
 
 // Element (i0, i1, i2, i3) of a float node, as f32.
 inline float elem(const node& n, std::int64_t i0, std::int64_t i1 = 0, std::int64_t i2 = 0, std::int64_t i3 = 0) {
@@ -39,5 +40,5 @@ void fill_rows(const node& d, const exec_params& p, F&& fill) {
     }
 }
 
-}  // namespace graph::cpu
+}  // namespace backend::cpu
 TESSERA_END_NAMESPACE

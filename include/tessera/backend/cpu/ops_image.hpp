@@ -11,11 +11,12 @@
 #include <string>
 
 #include "tessera/config.hpp"
-#include "tessera/graph/cpu/gather.hpp"
+#include "tessera/backend/cpu/gather.hpp"
 #include "tessera/graph/node.hpp"
 
 TESSERA_BEGIN_NAMESPACE
-namespace graph::cpu {
+namespace backend::cpu {
+using namespace tessera::graph;  // the op bodies read graph nodes
 
 inline bool image_implements(op_kind op) noexcept {
     switch (op) {
@@ -285,5 +286,5 @@ inline void image_compute(const node& n, const exec_params& p) {
     }
 }
 
-}  // namespace graph::cpu
+}  // namespace backend::cpu
 TESSERA_END_NAMESPACE

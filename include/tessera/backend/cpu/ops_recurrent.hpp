@@ -12,11 +12,12 @@
 #include <utility>
 
 #include "tessera/config.hpp"
-#include "tessera/graph/cpu/rows.hpp"
+#include "tessera/backend/cpu/rows.hpp"
 #include "tessera/graph/node.hpp"
 
 TESSERA_BEGIN_NAMESPACE
-namespace graph::cpu::impl {
+namespace backend::cpu::impl {
+using namespace tessera::graph;  // the op bodies read graph nodes
 
 namespace recurrent_detail {
 // Element (i0, i1, i2, i3) of an f32 node, through its strides.
@@ -202,5 +203,5 @@ inline void gated_delta_net(const node& d, const exec_params& p) {
     }
 }
 
-}  // namespace graph::cpu::impl
+}  // namespace backend::cpu::impl
 TESSERA_END_NAMESPACE

@@ -17,13 +17,14 @@
 #include <utility>
 
 #include "tessera/config.hpp"
-#include "tessera/graph/cpu/gather.hpp"
-#include "tessera/graph/cpu/rows.hpp"
+#include "tessera/backend/cpu/gather.hpp"
+#include "tessera/backend/cpu/rows.hpp"
 #include "tessera/graph/node.hpp"
 #include "tessera/quant/reference.hpp"
 
 TESSERA_BEGIN_NAMESPACE
-namespace graph::cpu {
+namespace backend::cpu {
+using namespace tessera::graph;  // the op bodies read graph nodes
 
 inline bool deepseek_implements(op_kind op) noexcept {
     return op == op_kind::lightning_indexer || op == op_kind::dsv4_hc_comb || op == op_kind::dsv4_hc_pre || op == op_kind::dsv4_hc_post;
@@ -178,5 +179,5 @@ inline void deepseek_compute(const node& n, const exec_params& p) {
     }
 }
 
-}  // namespace graph::cpu
+}  // namespace backend::cpu
 TESSERA_END_NAMESPACE

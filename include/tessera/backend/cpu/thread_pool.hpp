@@ -20,7 +20,7 @@
 #include "tessera/core/error.hpp"
 
 TESSERA_BEGIN_NAMESPACE
-namespace graph {
+namespace backend::cpu {
 
 class thread_pool {
 public:
@@ -142,5 +142,5 @@ private:
     std::exception_ptr error_;
 };
 
-}  // namespace graph
+}  // namespace backend::cpu
 TESSERA_END_NAMESPACE
