@@ -254,18 +254,8 @@ public:
     // Streams the whole file to sink(const std::byte*, std::size_t).
     template <class Sink>
     void write(Sink&& sink) const {
-        const std::uint64_t meta = write_meta(sink);
-        (void)meta;
-        static constexpr std::byte zeros[256] = {};
-        const std::uint64_t a = alignment_;
-        for (const auto& t : tensors_) {
-            if (t.size > 0) sink(t.bytes(), static_cast<std::size_t>(t.size));
-            for (std::uint64_t pad = pad_to(t.size, a) - t.size; pad > 0;) {
-                const std::size_t k = static_cast<std::size_t>(pad < sizeof zeros ? pad : sizeof zeros);
-                sink(zeros, k);
-                pad -= k;
-            }
-        }
+        write_meta(sink);
+        write_data(sink);
     }
 
     std::vector<std::byte> to_bytes() const {
@@ -310,19 +300,10 @@ private:
         const std::byte* bytes() const noexcept { return is_owned ? owned.data() : data; }
     };
 
+    // Sets key to an encoded value: in place when the key exists, else appended.
     void store(std::string_view key, value_type t, std::vector<std::byte> payload) {
         if (key.empty()) fail(errc::invalid_argument, "gguf writer: empty key");
-        if (key == alignment_key) {
-            std::uint32_t a = 0;
-            if (t != value_type::u32 || payload.size() != 4)
-                fail(errc::invalid_argument, "gguf writer: general.alignment must be a u32, not " +
-                                                 std::string(value_type_name(t)));
-            std::memcpy(&a, payload.data(), 4);
-            if (!is_power_of_two(a))
-                fail(errc::invalid_argument,
-                     "gguf writer: general.alignment = " + std::to_string(a) + " is not a non-zero power of two");
-            alignment_ = a;
-        }
+        if (key == alignment_key) alignment_ = alignment_of(t, payload);
         if (auto it = index_.find(key); it != index_.end()) {
             kvs_[it->second].type = t;
             kvs_[it->second].payload = std::move(payload);
@@ -332,18 +313,52 @@ private:
         index_.emplace(kvs_.back().key, kvs_.size() - 1);
     }
 
+    // The value of a general.alignment being stored: a u32 power of two.
+    static std::uint32_t alignment_of(value_type t, const std::vector<std::byte>& payload) {
+        std::uint32_t a = 0;
+        if (t != value_type::u32 || payload.size() != 4)
+            fail(errc::invalid_argument,
+                 "gguf writer: general.alignment must be a u32, not " + std::string(value_type_name(t)));
+        std::memcpy(&a, payload.data(), 4);
+        if (!is_power_of_two(a))
+            fail(errc::invalid_argument,
+                 "gguf writer: general.alignment = " + std::to_string(a) + " is not a non-zero power of two");
+        return a;
+    }
+
+    // Checks a new tensor (name, shape, type, data size) and appends its entry; returns its index.
     std::size_t add_info(std::string_view name, type_id type, std::span<const std::int64_t> ne, std::size_t data_size) {
         const std::string label = "gguf writer: tensor " + detail::quote(name);
+        check_tensor_name(label, name);
+        check_tensor_dims(label, type, ne);
+        const std::uint64_t bytes = tensor_bytes(label, type, ne);
+        if (bytes != data_size)
+            fail(errc::invalid_argument, label + ": data has " + std::to_string(data_size) + " bytes, the " +
+                                             std::string(type_name(type)) + " shape needs " + std::to_string(bytes));
+        tensors_.push_back({std::string(name), type, std::vector<std::int64_t>(ne.begin(), ne.end()), bytes, nullptr, {}, false});
+        return tensors_.size() - 1;
+    }
+
+    // Within ggml's name limit and not the name of a tensor already added.
+    void check_tensor_name(const std::string& label, std::string_view name) const {
         if (name.size() >= max_name_size)
             fail(errc::invalid_argument, label + ": name longer than ggml's limit of " +
                                              std::to_string(max_name_size - 1) + " bytes");
         for (const auto& t : tensors_)
             if (t.name == name) fail(errc::invalid_argument, label + ": duplicate tensor name");
+    }
+
+    // 1 to 4 dims of a valid type.
+    static void check_tensor_dims(const std::string& label, type_id type, std::span<const std::int64_t> ne) {
         if (ne.empty() || ne.size() > static_cast<std::size_t>(max_dims))
             fail(errc::invalid_argument, label + ": " + std::to_string(ne.size()) +
                                              " dimensions (ggml supports 1 to " + std::to_string(max_dims) + ")");
         if (!is_valid_type_id(static_cast<std::int64_t>(type)))
             fail(errc::invalid_argument, label + ": invalid type id " + std::to_string(static_cast<int>(type)));
+    }
+
+    // The byte size of the shape: no negative extent, whole blocks in ne[0], no overflow.
+    static std::uint64_t tensor_bytes(const std::string& label, type_id type, std::span<const std::int64_t> ne) {
         const std::int64_t blck = block_size(type);
         std::int64_t nel = 1;
         for (std::int64_t v : ne) {
@@ -359,13 +374,11 @@ private:
         if (__builtin_mul_overflow(static_cast<std::uint64_t>(nel / blck), static_cast<std::uint64_t>(type_size(type)),
                                    &bytes))
             fail(errc::invalid_argument, label + ": byte size overflows 64 bits");
-        if (bytes != data_size)
-            fail(errc::invalid_argument, label + ": data has " + std::to_string(data_size) + " bytes, the " +
-                                             std::string(type_name(type)) + " shape needs " + std::to_string(bytes));
-        tensors_.push_back({std::string(name), type, std::vector<std::int64_t>(ne.begin(), ne.end()), bytes, nullptr, {}, false});
-        return tensors_.size() - 1;
+        return bytes;
     }
 
+    // Everything before the data section, sent to sink in chunks of about 1 MiB (a larger
+    // value is sent straight from its payload); returns the bytes sent.
     template <class Sink>
     std::uint64_t write_meta(Sink&& sink) const {
         std::vector<std::byte> buf;
@@ -375,10 +388,7 @@ private:
             total += buf.size();
             buf.clear();
         };
-        detail::put_bytes(buf, magic, 4);
-        detail::put<std::uint32_t>(buf, current_version);
-        detail::put<std::uint64_t>(buf, tensors_.size());
-        detail::put<std::uint64_t>(buf, kvs_.size());
+        put_header(buf);
         for (const auto& e : kvs_) {
             detail::put_string(buf, e.key);
             detail::put<std::uint32_t>(buf, static_cast<std::uint32_t>(e.type));
@@ -390,7 +400,24 @@ private:
                 buf.insert(buf.end(), e.payload.begin(), e.payload.end());
             }
         }
-        const std::uint64_t a = alignment_;
+        put_tensor_infos(buf);
+        const std::uint64_t end = total + buf.size();
+        buf.resize(buf.size() + static_cast<std::size_t>(pad_to(end, alignment_) - end));
+        flush();
+        return total;
+    }
+
+    // Magic, version, tensor count, key/value count.
+    void put_header(std::vector<std::byte>& buf) const {
+        detail::put_bytes(buf, magic, 4);
+        detail::put<std::uint32_t>(buf, current_version);
+        detail::put<std::uint64_t>(buf, tensors_.size());
+        detail::put<std::uint64_t>(buf, kvs_.size());
+    }
+
+    // Name, n_dims, extents, type and data offset of each tensor; the offsets advance by
+    // each tensor's size padded to the alignment.
+    void put_tensor_infos(std::vector<std::byte>& buf) const {
         std::uint64_t offset = 0;
         for (const auto& t : tensors_) {
             detail::put_string(buf, t.name);
@@ -398,12 +425,23 @@ private:
             for (std::int64_t v : t.ne) detail::put<std::int64_t>(buf, v);
             detail::put<std::int32_t>(buf, static_cast<std::int32_t>(t.type));
             detail::put<std::uint64_t>(buf, offset);
-            offset += pad_to(t.size, a);
+            offset += pad_to(t.size, alignment_);
         }
-        const std::uint64_t end = total + buf.size();
-        buf.resize(buf.size() + static_cast<std::size_t>(pad_to(end, a) - end));
-        flush();
-        return total;
+    }
+
+    // Each tensor's bytes, then zeros to the alignment (after the last one too).
+    template <class Sink>
+    void write_data(Sink&& sink) const {
+        static constexpr std::byte zeros[256] = {};
+        const std::uint64_t a = alignment_;
+        for (const auto& t : tensors_) {
+            if (t.size > 0) sink(t.bytes(), static_cast<std::size_t>(t.size));
+            for (std::uint64_t pad = pad_to(t.size, a) - t.size; pad > 0;) {
+                const std::size_t k = static_cast<std::size_t>(pad < sizeof zeros ? pad : sizeof zeros);
+                sink(zeros, k);
+                pad -= k;
+            }
+        }
     }
 
     std::vector<kv> kvs_;
