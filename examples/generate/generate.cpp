@@ -226,6 +226,7 @@ int main(int argc, char** argv) {
                      static_cast<double>(prompt.size()) / t_prompt);
         std::fprintf(stderr, "generate: generation %5d tokens in %8.2f ms = %9.1f tokens/s (%d generated)\n", n_eval,
                      t_gen * 1e3, n_eval > 0 ? n_eval / t_gen : 0.0, n_gen);
+        std::fprintf(stderr, "generate: compute buffer %.2f MiB\n", static_cast<double>(m.compute_buffer_size()) / (1024.0 * 1024.0));
         return 0;
     } catch (const std::exception& e) {
         if (temporary) std::filesystem::remove(path);

@@ -82,6 +82,10 @@ public:
     std::int64_t n_params() const noexcept { return s_->n_params; }
     // Bytes of all weight tensors.
     std::size_t weight_bytes() const noexcept { return s_->weight_bytes; }
+    // Bytes of the compute buffer the scheduler planned for the graphs so far (ggml's
+    // "compute buffer size"): intermediate tensors share memory where their lifetimes
+    // allow, and ops run in place over dying sources (graph/op_traits.hpp).
+    std::size_t compute_buffer_size() const { return s_->sched->buffer_size(0); }
 
     void set_n_threads(int n) {
         if (n < 1) fail(errc::invalid_argument, "llama_model: n_threads must be >= 1");
