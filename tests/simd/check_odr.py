@@ -10,16 +10,24 @@ usage: check_odr.py BINARY UNIT_LIB...
 2. In the linked BINARY, no function outside the arch-tagged instantiations may
    contain a VEX/EVEX instruction, a YMM/ZMM/mask register, or an SSE4 instruction.
 """
+import os
 import re
 import subprocess
 import sys
 
-WIDE_TAGS = {
-    "sse4_2": ["simd::sse4_2", "xsimd::sse4_2"],
-    "avx2": ["simd::avx2", "xsimd::avx2"],
-    "avx512bw": ["simd::avx512bw", "xsimd::avx512bw"],
-    "avx512vnni": ["simd::avx512vnni", "xsimd::avx512bw"],
-}
+def wide_tags():
+    """arch -> the strings that tag its symbols, from the arch list in simd/arch.hpp."""
+    hpp = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "include", "tessera", "simd", "arch.hpp")
+    text = open(hpp, encoding="utf-8").read()
+    block = re.search(r"#define TESSERA_ARCH_LIST\(X, C\)(.*?)\n\n", text, re.S).group(1)
+    tags = {}
+    for m in re.finditer(r"X\(C,\s*(\w+),\s*\w+,\s*([^,]+),", block):
+        inner = re.findall(r"xsimd::\w+", m.group(2))[-1]  # xsimd::fma3<xsimd::avx2> -> xsimd::avx2
+        tags[m.group(1)] = ["simd::" + m.group(1), inner]
+    return tags
+
+
+WIDE_TAGS = wide_tags()
 ALL_TAGS = sorted({t for tags in WIDE_TAGS.values() for t in tags} | {"xsimd::avx512", "xsimd::fma3<xsimd::avx"})
 SSE4 = {"pshufb", "pblendvb", "blendvps", "blendvpd", "ptest", "pmulld", "pminsd", "pmaxsd", "pminud", "pmaxud",
         "pcmpeqq", "pcmpgtq", "packusdw", "roundps", "roundss", "roundsd", "dpps", "pextrd", "pinsrd", "pextrq",

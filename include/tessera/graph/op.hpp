@@ -15,8 +15,8 @@
 TESSERA_BEGIN_NAMESPACE
 namespace graph {
 
-// ggml's op list (GGML_OP_*), in ggml's order. Which of them the CPU executor runs is
-// `cpu::implements(op)` (graph/cpu/ops.hpp) and the table in docs/ops.md.
+// ggml's op list (GGML_OP_*), in ggml's order. Which of them the CPU runs is
+// `backend::cpu::implements(op)` (the op table of backend/cpu/ops.hpp) and docs/ops.md.
 #define TESSERA_FOR_EACH_OP(X)                                                                    \
     X(none) X(dup) X(add) X(add_id) X(add1) X(acc) X(sub) X(mul) X(div) X(sqr) X(sqrt) X(log)     \
     X(sin) X(cos) X(sum) X(sum_rows) X(cumsum) X(mean) X(argmax) X(count_equal) X(repeat)          \

@@ -1,4 +1,8 @@
-// The arch catalogue: one tag type per instruction-set level tessera has kernels for.
+// The arch catalogue: one tag type per instruction-set level tessera has kernels for,
+// written once in TESSERA_ARCH_LIST below. Everything else is derived from that list:
+// the arch_id enum, the tag types, the names and TESSERA_ARCH parsing, with_arch_tag,
+// the extern declarations and the dispatch table of simd/dispatch.hpp, and the Meson
+// build's per-arch units (meson/archs.py reads the list, flags included).
 //
 // Tags inherit from the level below (avx512vnni -> avx512bw -> avx2 -> sse4_2 ->
 // xsimd_common -> scalar). A kernel written for a base tag serves every level above
@@ -9,16 +13,56 @@
 #include <cstdint>
 #include <optional>
 #include <string_view>
+#include <tuple>
+#include <utility>
 
 #include <xsimd/xsimd.hpp>
 
 #include "tessera/config.hpp"
 
+// The wide arches, narrowest first, after the scalar reference:
+//   X(C, name, base tag, xsimd arch, ISA family, "compiler flags of its unit")
+// C is passed through for the caller. The family picks the units Meson builds on a host
+// (x86: x86_64 hosts). Adding an arch = one line here, its tag's CPU check in
+// cpu_features::supports, its TESSERA_PLAIN_<name> test below, and its kernel bodies.
+#define TESSERA_ARCH_LIST(X, C)                                                         \
+    X(C, sse4_2, xsimd_common, xsimd::sse4_2, x86, "-march=x86-64-v2")                  \
+    X(C, avx2, sse4_2, xsimd::fma3<xsimd::avx2>, x86, "-march=x86-64-v3")               \
+    X(C, avx512bw, avx2, xsimd::avx512bw, x86, "-march=x86-64-v4")                      \
+    X(C, avx512vnni, avx512bw, xsimd::avx512bw, x86, "-march=x86-64-v4 -mavx512vnni")
+
+// Plain-include mode: whether this unit's compiler flags enable an arch's kernels.
+#if defined(__SSE4_2__) && defined(__POPCNT__)
+#define TESSERA_PLAIN_sse4_2 1
+#else
+#define TESSERA_PLAIN_sse4_2 0
+#endif
+#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__) && defined(__BMI2__)
+#define TESSERA_PLAIN_avx2 1
+#else
+#define TESSERA_PLAIN_avx2 0
+#endif
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512CD__) && defined(__AVX512DQ__) && \
+    defined(__AVX512VL__)
+#define TESSERA_PLAIN_avx512bw 1
+#else
+#define TESSERA_PLAIN_avx512bw 0
+#endif
+#if TESSERA_PLAIN_avx512bw && defined(__AVX512VNNI__)
+#define TESSERA_PLAIN_avx512vnni 1
+#else
+#define TESSERA_PLAIN_avx512vnni 0
+#endif
+
 TESSERA_BEGIN_NAMESPACE
 namespace simd {
 
-enum class arch_id : std::uint8_t { scalar, sse4_2, avx2, avx512bw, avx512vnni };
-inline constexpr std::size_t arch_count = 5;
+enum class arch_id : std::uint8_t {
+    scalar,
+#define TESSERA_ARCH_ENUM_(C, n, base, xa, family, flags) n,
+    TESSERA_ARCH_LIST(TESSERA_ARCH_ENUM_, _)
+#undef TESSERA_ARCH_ENUM_
+};
 
 // The scalar reference: plain C++, no vector registers. Always available.
 struct scalar {
@@ -28,26 +72,27 @@ struct scalar {
 // Base of the xsimd-backed levels; portable SIMD code takes requires_arch<xsimd_common>
 // and uses xsimd::batch<T, typename A::xsimd_arch>.
 struct xsimd_common : scalar {};
-struct sse4_2 : xsimd_common {
-    using xsimd_arch = xsimd::sse4_2;
-    static constexpr arch_id id = arch_id::sse4_2;
-    static constexpr std::string_view name = "sse4_2";
-};
-struct avx2 : sse4_2 {  // AVX2 + FMA + F16C + BMI2 (x86-64-v3)
-    using xsimd_arch = xsimd::fma3<xsimd::avx2>;
-    static constexpr arch_id id = arch_id::avx2;
-    static constexpr std::string_view name = "avx2";
-};
-struct avx512bw : avx2 {  // AVX-512 F/BW/CD/DQ/VL (x86-64-v4)
-    using xsimd_arch = xsimd::avx512bw;
-    static constexpr arch_id id = arch_id::avx512bw;
-    static constexpr std::string_view name = "avx512bw";
-};
-struct avx512vnni : avx512bw {  // x86-64-v4 + AVX-512 VNNI (vpdpbusd)
-    using xsimd_arch = xsimd::avx512bw;
-    static constexpr arch_id id = arch_id::avx512vnni;
-    static constexpr std::string_view name = "avx512vnni";
-};
+
+#define TESSERA_ARCH_TAG_(C, n, base, xa, fam, flags) \
+    struct n : base {                                 \
+        using xsimd_arch = xa;                        \
+        static constexpr arch_id id = arch_id::n;     \
+        static constexpr std::string_view name = #n;  \
+        static constexpr std::string_view family = #fam; \
+        static constexpr std::string_view unit_flags = flags; \
+    };
+TESSERA_ARCH_LIST(TESSERA_ARCH_TAG_, _)
+#undef TESSERA_ARCH_TAG_
+
+// Every tag, in arch_id order.
+using arch_tags = std::tuple<scalar
+#define TESSERA_ARCH_TUPLE_(C, n, base, xa, fam, flags) , n
+                             TESSERA_ARCH_LIST(TESSERA_ARCH_TUPLE_, _)
+#undef TESSERA_ARCH_TUPLE_
+                             >;
+inline constexpr std::size_t arch_count = std::tuple_size_v<arch_tags>;
+template <arch_id A>
+using tag_of = std::tuple_element_t<static_cast<std::size_t>(A), arch_tags>;
 
 // The last parameter of a kernel body: binds to the nearest base of the caller's tag.
 template <class Tag>
@@ -60,7 +105,19 @@ template <class A>
 concept xsimd_arch_tag = arch_tag<A> && requires { typename A::xsimd_arch; };
 
 inline constexpr std::array<std::string_view, arch_count> arch_names = {
-    "scalar", "sse4_2", "avx2", "avx512bw", "avx512vnni"};
+    "scalar"
+#define TESSERA_ARCH_NAME_(C, n, base, xa, fam, flags) , #n
+    TESSERA_ARCH_LIST(TESSERA_ARCH_NAME_, _)
+#undef TESSERA_ARCH_NAME_
+};
+
+// Whether the compiler flags of this translation unit enable each arch (plain include).
+inline constexpr std::array<bool, arch_count> enabled_by_flags = {
+    true
+#define TESSERA_ARCH_PLAIN_(C, n, base, xa, fam, flags) , TESSERA_PLAIN_##n != 0
+    TESSERA_ARCH_LIST(TESSERA_ARCH_PLAIN_, _)
+#undef TESSERA_ARCH_PLAIN_
+};
 
 constexpr std::string_view name_of(arch_id a) noexcept { return arch_names[static_cast<std::size_t>(a)]; }
 
@@ -70,17 +127,24 @@ constexpr std::optional<arch_id> arch_from_name(std::string_view n) noexcept {
     return std::nullopt;
 }
 
+namespace detail {
+template <class F, std::size_t... I>
+constexpr decltype(auto) with_arch_tag_impl(arch_id a, F&& f, std::index_sequence<I...>) {
+    using R = decltype(f(scalar{}));
+    if constexpr (std::is_void_v<R>) {
+        (void)((static_cast<std::size_t>(a) == I ? (f(std::tuple_element_t<I, arch_tags>{}), true) : false) || ...);
+    } else {
+        R r{};
+        (void)((static_cast<std::size_t>(a) == I ? (r = f(std::tuple_element_t<I, arch_tags>{}), true) : false) || ...);
+        return r;
+    }
+}
+}  // namespace detail
+
 // Calls f(Tag{}) for the tag of a run-time arch id.
 template <class F>
 constexpr decltype(auto) with_arch_tag(arch_id a, F&& f) {
-    switch (a) {
-        case arch_id::sse4_2: return f(sse4_2{});
-        case arch_id::avx2: return f(avx2{});
-        case arch_id::avx512bw: return f(avx512bw{});
-        case arch_id::avx512vnni: return f(avx512vnni{});
-        case arch_id::scalar: break;
-    }
-    return f(scalar{});
+    return detail::with_arch_tag_impl(a, std::forward<F>(f), std::make_index_sequence<arch_count>{});
 }
 
 }  // namespace simd

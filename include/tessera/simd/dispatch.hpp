@@ -16,6 +16,8 @@
 #include <atomic>
 #include <cstdlib>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <tuple>
 #include <vector>
 
@@ -25,18 +27,15 @@
 #include "tessera/simd/cpu.hpp"
 
 #if defined(TESSERA_MULTIARCH)
-#define TESSERA_KERNEL_EXTERN_(K, A) extern template struct K<::tessera::simd::A>;
+#define TESSERA_KERNEL_EXTERN_(K, n, base, xa, fam, flags) extern template struct K<::tessera::simd::n>;
 #if defined(TESSERA_ARCH_UNIT)
 #define TESSERA_KERNEL_DEFINE_(K) template struct K<::tessera::simd::TESSERA_ARCH_UNIT>;
 #else
 #define TESSERA_KERNEL_DEFINE_(K)
 #endif
-#define TESSERA_KERNEL(K)                                                                            \
-    TESSERA_KERNEL_EXTERN_(K, scalar)                                                                \
-    TESSERA_KERNEL_EXTERN_(K, sse4_2)                                                                \
-    TESSERA_KERNEL_EXTERN_(K, avx2)                                                                  \
-    TESSERA_KERNEL_EXTERN_(K, avx512bw) TESSERA_KERNEL_EXTERN_(K, avx512vnni) TESSERA_KERNEL_DEFINE_(K) \
-    static_assert(true, "")
+#define TESSERA_KERNEL(K)                                                                  \
+    extern template struct K<::tessera::simd::scalar>;                                     \
+    TESSERA_ARCH_LIST(TESSERA_KERNEL_EXTERN_, K) TESSERA_KERNEL_DEFINE_(K) static_assert(true, "")
 #else
 #define TESSERA_KERNEL(K) static_assert(true, "")
 #endif
@@ -44,40 +43,21 @@
 TESSERA_BEGIN_NAMESPACE
 namespace simd {
 
-// Whether kernels for an arch exist in this build (not whether the CPU has it).
+// Whether kernels for an arch exist in this build (not whether the CPU has it). A
+// multiarch build is told by Meson which units it compiled: TESSERA_UNITS holds one
+// '1' or '0' per arch, in arch_id order (meson/archs.py writes it from the arch list).
+// In plain-include mode it is what this unit's compiler flags enable.
 constexpr bool compiled_in(arch_id a) noexcept {
-    switch (a) {
-        case arch_id::scalar: return true;
-#if defined(TESSERA_MULTIARCH)
-#if defined(TESSERA_UNIT_SSE4_2)
-        case arch_id::sse4_2: return true;
+    const auto i = static_cast<std::size_t>(a);
+    if (a == arch_id::scalar) return true;
+#if defined(TESSERA_MULTIARCH) && defined(TESSERA_UNITS)
+    constexpr std::string_view units = TESSERA_UNITS;
+    return i < units.size() && units[i] == '1';
+#elif defined(TESSERA_MULTIARCH)
+    return false;  // inside a kernel unit: it dispatches nothing itself
+#else
+    return i < arch_count && enabled_by_flags[i];
 #endif
-#if defined(TESSERA_UNIT_AVX2)
-        case arch_id::avx2: return true;
-#endif
-#if defined(TESSERA_UNIT_AVX512BW)
-        case arch_id::avx512bw: return true;
-#endif
-#if defined(TESSERA_UNIT_AVX512VNNI)
-        case arch_id::avx512vnni: return true;
-#endif
-#else  // plain include: what the compiler flags of this unit enable
-#if defined(__SSE4_2__) && defined(__POPCNT__)
-        case arch_id::sse4_2: return true;
-#endif
-#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__) && defined(__BMI2__)
-        case arch_id::avx2: return true;
-#endif
-#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512CD__) && defined(__AVX512DQ__) && \
-    defined(__AVX512VL__)
-        case arch_id::avx512bw: return true;
-#if defined(__AVX512VNNI__)
-        case arch_id::avx512vnni: return true;
-#endif
-#endif
-#endif
-        default: return false;
-    }
 }
 
 constexpr bool multiarch_build() noexcept {
@@ -189,27 +169,29 @@ using kernel_signature = call_signature<decltype(&K<scalar>::operator())>;
 template <template <class> class K>
 using kernel_fn = typename detail::kernel_signature<K>::fn;
 
+namespace detail {
+// The dispatch table, from the arch list: K's instantiation for arch a (only arches
+// compiled into this build are ever named, so no other instantiation is needed).
+template <template <class> class K, std::size_t... I>
+kernel_fn<K> kernel_pick(arch_id a, std::index_sequence<I...>) {
+    using sig = kernel_signature<K>;
+    kernel_fn<K> f = &sig::template thunk<K, scalar>;
+    (
+        [&] {
+            constexpr auto id = static_cast<arch_id>(I);
+            if constexpr (I > 0 && compiled_in(id))
+                if (a == id) f = &sig::template thunk<K, tag_of<id>>;
+        }(),
+        ...);
+    return f;
+}
+}  // namespace detail
+
 // A function pointer to K for the given arch. Throws if the arch is not available.
 template <template <class> class K>
 kernel_fn<K> kernel_for(arch_id a) {
     if (!is_available(a)) detail::checked_arch(name_of(a), "kernel_for");
-    using sig = detail::kernel_signature<K>;
-    switch (a) {
-        case arch_id::sse4_2:
-            if constexpr (compiled_in(arch_id::sse4_2)) return &sig::template thunk<K, sse4_2>;
-            break;
-        case arch_id::avx2:
-            if constexpr (compiled_in(arch_id::avx2)) return &sig::template thunk<K, avx2>;
-            break;
-        case arch_id::avx512bw:
-            if constexpr (compiled_in(arch_id::avx512bw)) return &sig::template thunk<K, avx512bw>;
-            break;
-        case arch_id::avx512vnni:
-            if constexpr (compiled_in(arch_id::avx512vnni)) return &sig::template thunk<K, avx512vnni>;
-            break;
-        case arch_id::scalar: break;
-    }
-    return &sig::template thunk<K, scalar>;
+    return detail::kernel_pick<K>(a, std::make_index_sequence<arch_count>{});
 }
 
 // K for the active arch. Fetch once outside hot loops.

@@ -100,115 +100,72 @@ inline std::string repacked_source_reason(const node& n) {
     return {};
 }
 
-inline std::string unsupported_reason(const node& n) {
+// What the CPU computes, by group of ops: each returns empty when it computes the node
+// exactly as ggml specifies, else a sentence saying what is not supported. The op table
+// at the end of this file names one per op.
+namespace support {
+inline std::string tn(type_id x) { return std::string(type_name(x)); }
+inline std::string always(const node&) { return {}; }
+inline std::string copy(const node& n) {
+    const node* a = n.src[0];
+    const type_id t = n.lay.type, ta = a->lay.type;
+    if (ta == t) {
+        if (detail::is_plain(t)) return {};
+        if (a->lay.ne == n.lay.ne || (a->lay.is_contiguous() && n.lay.is_contiguous())) return {};
+        return "copy of block type " + tn(t) + " between different shapes of non-contiguous tensors";
+    }
+    const bool fa = is_float(ta) || ta == type_id::i32, fd = is_float(t) || t == type_id::i32;
+    if (fa && fd) return {};
+    // through f32 rows: dequantize a block source, quantize into a block destination
+    const bool src_ok = is_float(ta) || (!detail::is_plain(ta) && quant::can_dequantize(ta));
+    const bool dst_ok = is_float(t) || (!detail::is_plain(t) && quant::can_quantize(t));
+    if (src_ok && dst_ok && a->lay.ne == n.lay.ne) return {};
+    return "conversion " + tn(ta) + " -> " + tn(t) + " (quantize/dequantize copies need the quant kernels)";
+}
+inline std::string binary(const node& n) {
     const node* a = n.src[0];
     const node* b = n.src[1];
-    const type_id t = n.lay.type;
-    auto tn = [](type_id x) { return std::string(type_name(x)); };
-    if (std::string why = repacked_source_reason(n); !why.empty()) return why;
-    if (image_implements(n.op)) return image_unsupported_reason(n);  // backend/cpu/ops_image.hpp
-    if (conv_implements(n.op)) return conv_unsupported_reason(n);    // backend/cpu/ops_conv.hpp
-    if (training_implements(n.op)) return training_unsupported_reason(n);  // backend/cpu/ops_training.hpp
-    if (custom_implements(n.op)) return custom_unsupported_reason(n);      // backend/cpu/ops_custom.hpp
-    if (deepseek_implements(n.op)) return deepseek_unsupported_reason(n);  // backend/cpu/ops_deepseek.hpp
-    switch (n.op) {
-        case op_kind::none:
-        case op_kind::view:
-        case op_kind::reshape:
-        case op_kind::permute:
-        case op_kind::transpose: return {};
-        case op_kind::dup:
-        case op_kind::cont:
-        case op_kind::cpy: {
-            const type_id ta = a->lay.type;
-            if (ta == t) {
-                if (detail::is_plain(t)) return {};
-                if (a->lay.ne == n.lay.ne || (a->lay.is_contiguous() && n.lay.is_contiguous())) return {};
-                return "copy of block type " + tn(t) + " between different shapes of non-contiguous tensors";
-            }
-            const bool fa = is_float(ta) || ta == type_id::i32, fd = is_float(t) || t == type_id::i32;
-            if (fa && fd) return {};
-            // through f32 rows: dequantize a block source, quantize into a block destination
-            const bool src_ok = is_float(ta) || (!detail::is_plain(ta) && quant::can_dequantize(ta));
-            const bool dst_ok = is_float(t) || (!detail::is_plain(t) && quant::can_quantize(t));
-            if (src_ok && dst_ok && a->lay.ne == n.lay.ne) return {};
-            return "conversion " + tn(ta) + " -> " + tn(t) + " (quantize/dequantize copies need the quant kernels)";
-        }
-        case op_kind::add:
-        case op_kind::sub:
-        case op_kind::mul:
-        case op_kind::div:
-            if (is_float(t) && is_float(a->lay.type) && is_float(b->lay.type)) return {};
-            return "binary op on " + tn(a->lay.type) + ", " + tn(b->lay.type);
-        case op_kind::unary: return is_float(t) ? std::string() : "unary op on " + tn(t);
-        case op_kind::sqr:
-        case op_kind::sqrt:
-        case op_kind::log:
-        case op_kind::sin:
-        case op_kind::cos:
-        case op_kind::scale:
-        case op_kind::clamp:
-        case op_kind::leaky_relu:
-        case op_kind::fill:
-        case op_kind::glu:
-        case op_kind::norm:
-        case op_kind::rms_norm:
-        case op_kind::l2_norm:
-        case op_kind::diag_mask_inf:
-        case op_kind::diag_mask_zero:
-        case op_kind::sum:
-        case op_kind::sum_rows:
-        case op_kind::mean:
-            return is_float(a->lay.type) ? std::string() : std::string(op_name(n.op)) + " on " + tn(a->lay.type);
-        case op_kind::argmax: return a->lay.type == type_id::f32 ? std::string() : "argmax on " + tn(a->lay.type);
-        case op_kind::count_equal: return {};
-        case op_kind::cross_entropy_loss: return {};
-        case op_kind::ssm_conv:
-        case op_kind::ssm_scan:
-        case op_kind::rwkv_wkv6:
-        case op_kind::gated_linear_attn:
-        case op_kind::rwkv_wkv7:
-        case op_kind::gated_delta_net: return {};  // f32 only, checked when built
-        case op_kind::repeat:
-        case op_kind::concat:
-            return detail::is_plain(t) ? std::string() : std::string(op_name(n.op)) + " of block type " + tn(t);
-        case op_kind::get_rows:
-            if (is_float(a->lay.type) || a->lay.type == type_id::i32 || quant::can_dequantize(a->lay.type)) return {};
-            return "get_rows from " + tn(a->lay.type) + " (no dequantize kernel for this type yet)";
-        case op_kind::set_rows:
-            if (is_float(t) || quant::can_quantize(t)) return {};
-            return "set_rows into " + tn(t) + " (no quantize kernel for this type yet)";
-        case op_kind::soft_max: return is_float(t) ? std::string() : "soft_max on " + tn(t);
-        case op_kind::rope:
-        case op_kind::rope_back: return is_float(t) ? std::string() : std::string(op_name(n.op)) + " on " + tn(t);
-        case op_kind::mul_mat:
-            if (is_float(a->lay.type)) return {};
-            if (quant::can_quantize(a->lay.type) && quant::can_quantize(quant::dot_partner_type(a->lay.type))) return {};
-            return "mul_mat with " + tn(a->lay.type) + " weights (no vec_dot kernel for this type yet)";
-        case op_kind::flash_attn_ext: {
-            const node* k = n.src[1];
-            const node* v = n.src[2];
-            const auto readable = [](type_id x) { return is_float(x) || quant::can_dequantize(x); };
-            if (readable(k->lay.type) && readable(v->lay.type)) return {};
-            return "flash_attn_ext with " + tn(k->lay.type) + " K / " + tn(v->lay.type) + " V (no dequantizer)";
-        }
-        case op_kind::add1:
-        case op_kind::add_id:
-        case op_kind::acc:
-        case op_kind::set:
-        case op_kind::diag:
-        case op_kind::tri:
-        case op_kind::solve_tri:
-        case op_kind::cumsum:
-        case op_kind::repeat_back:
-        case op_kind::group_norm: return arith_unsupported_reason(n);  // ops_arith.hpp
-        case op_kind::argsort:
-        case op_kind::top_k: return sort_unsupported_reason(n);  // ops_sort.hpp
-        case op_kind::out_prod:
-        case op_kind::mul_mat_id: return products_unsupported_reason(n);  // ops_products.hpp
-        default: return "op " + std::string(op_name(n.op)) + " is not implemented on the CPU yet";
-    }
+    if (is_float(n.lay.type) && is_float(a->lay.type) && is_float(b->lay.type)) return {};
+    return "binary op on " + tn(a->lay.type) + ", " + tn(b->lay.type);
 }
+inline std::string float_dst(const node& n) {  // unary, soft_max, rope, rope_back
+    if (is_float(n.lay.type)) return {};
+    return (n.op == op_kind::unary ? std::string("unary op") : std::string(op_name(n.op))) + " on " + tn(n.lay.type);
+}
+inline std::string float_src(const node& n) {
+    const node* a = n.src[0];
+    return is_float(a->lay.type) ? std::string() : std::string(op_name(n.op)) + " on " + tn(a->lay.type);
+}
+inline std::string argmax(const node& n) {
+    const node* a = n.src[0];
+    return a->lay.type == type_id::f32 ? std::string() : "argmax on " + tn(a->lay.type);
+}
+inline std::string plain_dst(const node& n) {  // repeat, concat
+    return detail::is_plain(n.lay.type) ? std::string() : std::string(op_name(n.op)) + " of block type " + tn(n.lay.type);
+}
+inline std::string get_rows(const node& n) {
+    const node* a = n.src[0];
+    if (is_float(a->lay.type) || a->lay.type == type_id::i32 || quant::can_dequantize(a->lay.type)) return {};
+    return "get_rows from " + tn(a->lay.type) + " (no dequantize kernel for this type yet)";
+}
+inline std::string set_rows(const node& n) {
+    if (is_float(n.lay.type) || quant::can_quantize(n.lay.type)) return {};
+    return "set_rows into " + tn(n.lay.type) + " (no quantize kernel for this type yet)";
+}
+inline std::string mul_mat(const node& n) {
+    const node* a = n.src[0];
+    if (is_float(a->lay.type)) return {};
+    if (quant::can_quantize(a->lay.type) && quant::can_quantize(quant::dot_partner_type(a->lay.type))) return {};
+    return "mul_mat with " + tn(a->lay.type) + " weights (no vec_dot kernel for this type yet)";
+}
+inline std::string flash_attn_ext(const node& n) {
+    const node* k = n.src[1];
+    const node* v = n.src[2];
+    const auto readable = [](type_id x) { return is_float(x) || quant::can_dequantize(x); };
+    if (readable(k->lay.type) && readable(v->lay.type)) return {};
+    return "flash_attn_ext with " + tn(k->lay.type) + " K / " + tn(v->lay.type) + " V (no dequantizer)";
+}
+}  // namespace support
 
 // ---- scratch planning ------------------------------------------------------------------------
 
@@ -292,72 +249,57 @@ inline bool use_fgemm(const node& a, const node& b) {
            b.lay.ne[1] >= fgemm_min_cols;
 }
 
-inline scratch_need scratch_for(const node& n) {
-    const auto f = [](std::int64_t floats) { return detail::align_up(static_cast<std::size_t>(floats) * 4); };
-    const auto rowf = static_cast<std::int64_t>(detail::align_up(static_cast<std::size_t>(detail::max_ne0(n)), 16));
-    switch (n.op) {
-        case op_kind::mul_mat: {
-            const node& a = *n.src[0];
-            const node& b = *n.src[1];
-            scratch_need s;
-            const std::int64_t K = a.lay.ne[0];
-            if (is_quantized(a.lay.type)) {  // b as rows of the partner blocks; one f32 row per thread
-                s.shared = detail::align_up(static_cast<std::size_t>(b.lay.nrows()) *
-                                            static_cast<std::size_t>(row_size(quant::dot_partner_type(a.lay.type), K)));
-                s.per_thread = f(K + 16);
-                if (use_qgemm(a, b)) {  // + the packed activations, and the panel of plain weights decoded per call
-                    s.shared += detail::align_up(static_cast<std::size_t>(b.lay.nrows()) * kernels::qgemm_act_row_bytes(a.lay.type, K));
-                    if (!is_repacked(a)) s.per_thread += detail::align_up(kernels::qgemm_work_bytes(a.lay.type, K));
-                }
-                return s;
-            }
-            if (use_fgemm(a, b)) {  // b packed into column panels; a packed per thread block
-                const auto panels = static_cast<std::int64_t>(
-                    kernels::fgemm_packed_b_floats_max(static_cast<std::size_t>(b.lay.ne[1]), static_cast<std::size_t>(K)));
-                s.shared = f(panels * b.lay.ne[2] * b.lay.ne[3]);
-                s.per_thread = f(static_cast<std::int64_t>(kernels::fgemm_work_floats)) + f(K);
-                return s;
-            }
-            if (a.lay.type != type_id::f32 || a.lay.nb[0] != 4) s.per_thread = f(mul_mat_conv_rows * K);
-            if (!mul_mat_b_direct(b)) s.shared = f(b.lay.nelements());
-            return s;
-        }
-        case op_kind::flash_attn_ext: {
-            const std::int64_t dk = n.src[0]->lay.ne[0], dv = n.src[2]->lay.ne[0];
-            return {n.src[0]->lay.ne[1] < fa_tile_min_q ? fa_rows_plan(dk, dv).total : fa_tile_plan(dk, dv).total, 0};
-        }
-        case op_kind::rope:
-        case op_kind::rope_back: return {f(5 * rowf), 0};  // a and d rows, cos, sin, angle coefficients
-        case op_kind::cross_entropy_loss:
-            return {f(3 * rowf), detail::align_up(static_cast<std::size_t>(n.src[0]->lay.nrows()) * sizeof(double))};
-        case op_kind::mul_mat_id: {
-            const auto [per_thread, shared] = mul_mat_id_scratch(n);
-            return {per_thread, shared};
-        }
-        case op_kind::lightning_indexer: {
-            const auto [per_thread, shared] = deepseek_scratch(n);
-            return {per_thread, shared};
-        }
-        case op_kind::gated_delta_net: {
-            const auto [per_thread, shared] = impl::gated_delta_net_scratch(n);
-            return {per_thread, shared};
-        }
-        case op_kind::conv_3d: {
-            const auto [per_thread, shared] = impl::conv_scratch(n);
-            return {per_thread, shared};
-        }
-        case op_kind::none:
-        case op_kind::view:
-        case op_kind::reshape:
-        case op_kind::permute:
-        case op_kind::transpose:
-        case op_kind::map_custom1:
-        case op_kind::map_custom2:
-        case op_kind::map_custom3:
-        case op_kind::custom: return {};
-        default: return {f(4 * rowf), 0};  // up to 3 rows (a, b, dst) rounded to 16 floats each
-    }
+// Scratch by group of ops (the op table names one per op).
+namespace scratch {
+inline std::size_t floats(std::int64_t n) { return detail::align_up(static_cast<std::size_t>(n) * 4); }
+inline std::int64_t row_floats(const node& n) {
+    return static_cast<std::int64_t>(detail::align_up(static_cast<std::size_t>(detail::max_ne0(n)), 16));
 }
+inline scratch_need none(const node&) { return {}; }
+// up to 3 rows (a, b, dst) rounded to 16 floats each
+inline scratch_need rows(const node& n) { return {floats(4 * row_floats(n)), 0}; }
+// a and d rows, cos, sin, angle coefficients
+inline scratch_need rope(const node& n) { return {floats(5 * row_floats(n)), 0}; }
+inline scratch_need cross_entropy_loss(const node& n) {
+    return {floats(3 * row_floats(n)), detail::align_up(static_cast<std::size_t>(n.src[0]->lay.nrows()) * sizeof(double))};
+}
+inline scratch_need flash_attn_ext(const node& n) {
+    const std::int64_t dk = n.src[0]->lay.ne[0], dv = n.src[2]->lay.ne[0];
+    return {n.src[0]->lay.ne[1] < fa_tile_min_q ? fa_rows_plan(dk, dv).total : fa_tile_plan(dk, dv).total, 0};
+}
+inline scratch_need mul_mat(const node& n) {
+    const node& a = *n.src[0];
+    const node& b = *n.src[1];
+    scratch_need s;
+    const std::int64_t K = a.lay.ne[0];
+    if (is_quantized(a.lay.type)) {  // b as rows of the partner blocks; one f32 row per thread
+        s.shared = detail::align_up(static_cast<std::size_t>(b.lay.nrows()) *
+                                    static_cast<std::size_t>(row_size(quant::dot_partner_type(a.lay.type), K)));
+        s.per_thread = floats(K + 16);
+        if (use_qgemm(a, b)) {  // + the packed activations, and the panel of plain weights decoded per call
+            s.shared += detail::align_up(static_cast<std::size_t>(b.lay.nrows()) * kernels::qgemm_act_row_bytes(a.lay.type, K));
+            if (!is_repacked(a)) s.per_thread += detail::align_up(kernels::qgemm_work_bytes(a.lay.type, K));
+        }
+        return s;
+    }
+    if (use_fgemm(a, b)) {  // b packed into column panels; a packed per thread block
+        const auto panels = static_cast<std::int64_t>(
+            kernels::fgemm_packed_b_floats_max(static_cast<std::size_t>(b.lay.ne[1]), static_cast<std::size_t>(K)));
+        s.shared = floats(panels * b.lay.ne[2] * b.lay.ne[3]);
+        s.per_thread = floats(static_cast<std::int64_t>(kernels::fgemm_work_floats)) + floats(K);
+        return s;
+    }
+    if (a.lay.type != type_id::f32 || a.lay.nb[0] != 4) s.per_thread = floats(mul_mat_conv_rows * K);
+    if (!mul_mat_b_direct(b)) s.shared = floats(b.lay.nelements());
+    return s;
+}
+// the families' (per thread, shared) pairs
+template <std::pair<std::size_t, std::size_t> (*F)(const node&)>
+scratch_need pair(const node& n) {
+    const auto [per_thread, shared] = F(n);
+    return {per_thread, shared};
+}
+}  // namespace scratch
 
 // ---- implementations -------------------------------------------------------------------------
 
@@ -1410,107 +1352,107 @@ inline void flash_attn_ext(const node& d, const exec_params& p) {
 
 }  // namespace impl
 
-// Computes this thread's share of node n.
-inline void compute_node(const node& n, const exec_params& p) {
-    if (image_implements(n.op)) return image_compute(n, p);
-    if (conv_implements(n.op)) return conv_compute(n, p);
-    if (training_implements(n.op)) return training_compute(n, p);
-    if (custom_implements(n.op)) return custom_compute(n, p);
-    if (deepseek_implements(n.op)) return deepseek_compute(n, p);
-    switch (n.op) {
-        case op_kind::none:
-        case op_kind::view:
-        case op_kind::reshape:
-        case op_kind::permute:
-        case op_kind::transpose: return;
-        case op_kind::dup:
-        case op_kind::cont:
-        case op_kind::cpy: return impl::copy(n, p);
-        case op_kind::add:
-        case op_kind::sub:
-        case op_kind::mul:
-        case op_kind::div: return impl::binary(n, p);
-        case op_kind::unary:
-            if (n.param<unary_params>().op == unary_op::xielu) return impl::xielu(n, p);
-            return impl::unary(n, p);
-        case op_kind::sqr:
-        case op_kind::sqrt:
-        case op_kind::log:
-        case op_kind::sin:
-        case op_kind::cos:
-        case op_kind::scale:
-        case op_kind::clamp:
-        case op_kind::leaky_relu:
-        case op_kind::fill: return impl::unary(n, p);
-        case op_kind::glu: return impl::glu(n, p);
-        case op_kind::norm:
-        case op_kind::rms_norm:
-        case op_kind::l2_norm: return impl::norm(n, p);
-        case op_kind::sum:
-        case op_kind::sum_rows:
-        case op_kind::mean:
-        case op_kind::argmax: return impl::reduce(n, p);
-        case op_kind::count_equal: return impl::count_equal(n, p);
-        case op_kind::repeat: return impl::repeat(n, p);
-        case op_kind::concat: return impl::concat(n, p);
-        case op_kind::get_rows: return impl::get_rows(n, p);
-        case op_kind::set_rows: return impl::set_rows(n, p);
-        case op_kind::diag_mask_inf:
-        case op_kind::diag_mask_zero: return impl::diag_mask(n, p);
-        case op_kind::soft_max: return impl::soft_max(n, p);
-        case op_kind::rope:
-        case op_kind::rope_back: return impl::rope(n, p);
-        case op_kind::cross_entropy_loss: return impl::cross_entropy_loss(n, p);
-        case op_kind::ssm_conv: return impl::ssm_conv(n, p);
-        case op_kind::ssm_scan: return impl::ssm_scan(n, p);
-        case op_kind::rwkv_wkv6:
-        case op_kind::gated_linear_attn:
-        case op_kind::rwkv_wkv7: return impl::linear_attention(n, p);
-        case op_kind::gated_delta_net: return impl::gated_delta_net(n, p);
-        case op_kind::mul_mat: return impl::mul_mat(n, p);
-        case op_kind::flash_attn_ext: return impl::flash_attn_ext(n, p);
-        case op_kind::add1: return impl::add1(n, p);
-        case op_kind::add_id: return impl::add_id(n, p);
-        case op_kind::solve_tri: return impl::solve_tri(n, p);
-        case op_kind::acc:
-        case op_kind::set: return impl::acc_set(n, p);
-        case op_kind::diag: return impl::diag(n, p);
-        case op_kind::tri: return impl::tri(n, p);
-        case op_kind::cumsum: return impl::cumsum(n, p);
-        case op_kind::repeat_back: return impl::repeat_back(n, p);
-        case op_kind::group_norm: return impl::group_norm(n, p);
-        case op_kind::argsort:
-        case op_kind::top_k: return impl::sort_rows(n, p);
-        case op_kind::out_prod: return impl::out_prod(n, p);
-        case op_kind::mul_mat_id: return impl::mul_mat_id(n, p);
-        default: return;  // refused by unsupported_reason before any compute
-    }
+namespace impl {
+inline void nothing(const node&, const exec_params&) {}
+inline void unary_node(const node& n, const exec_params& p) {
+    if (n.param<unary_params>().op == unary_op::xielu) return xielu(n, p);
+    unary(n, p);
+}
+}  // namespace impl
+
+// ---- the op table ----------------------------------------------------------------------------
+// One row per op the CPU computes: whether it computes a node (support), the scratch it
+// needs (scratch) and the body (compute). supports_op, the executor's plan and its run
+// all read this table; an op without a row is not implemented on the CPU.
+struct op_entry {
+    std::string (*supports)(const node&) = nullptr;
+    scratch_need (*scratch)(const node&) = nullptr;
+    void (*compute)(const node&, const exec_params&) = nullptr;
+};
+
+inline constexpr std::array<op_entry, op_count> op_table = [] {
+    std::array<op_entry, op_count> t{};
+    const auto row = [&t](std::initializer_list<op_kind> ops, op_entry e) {
+        for (op_kind o : ops) t[static_cast<std::size_t>(o)] = e;
+    };
+    using K = op_kind;
+    row({K::none, K::view, K::reshape, K::permute, K::transpose}, {support::always, scratch::none, impl::nothing});
+    row({K::dup, K::cont, K::cpy}, {support::copy, scratch::rows, impl::copy});
+    row({K::add, K::sub, K::mul, K::div}, {support::binary, scratch::rows, impl::binary});
+    row({K::unary}, {support::float_dst, scratch::rows, impl::unary_node});
+    row({K::sqr, K::sqrt, K::log, K::sin, K::cos, K::scale, K::clamp, K::leaky_relu, K::fill},
+        {support::float_src, scratch::rows, impl::unary});
+    row({K::glu}, {support::float_src, scratch::rows, impl::glu});
+    row({K::norm, K::rms_norm, K::l2_norm}, {support::float_src, scratch::rows, impl::norm});
+    row({K::diag_mask_inf, K::diag_mask_zero}, {support::float_src, scratch::rows, impl::diag_mask});
+    row({K::sum, K::sum_rows, K::mean}, {support::float_src, scratch::rows, impl::reduce});
+    row({K::argmax}, {support::argmax, scratch::rows, impl::reduce});
+    row({K::count_equal}, {support::always, scratch::rows, impl::count_equal});
+    row({K::cross_entropy_loss}, {support::always, scratch::cross_entropy_loss, impl::cross_entropy_loss});
+    // recurrent: f32 only, checked when built
+    row({K::ssm_conv}, {support::always, scratch::rows, impl::ssm_conv});
+    row({K::ssm_scan}, {support::always, scratch::rows, impl::ssm_scan});
+    row({K::rwkv_wkv6, K::gated_linear_attn, K::rwkv_wkv7}, {support::always, scratch::rows, impl::linear_attention});
+    row({K::gated_delta_net}, {support::always, scratch::pair<impl::gated_delta_net_scratch>, impl::gated_delta_net});
+    row({K::repeat}, {support::plain_dst, scratch::rows, impl::repeat});
+    row({K::concat}, {support::plain_dst, scratch::rows, impl::concat});
+    row({K::get_rows}, {support::get_rows, scratch::rows, impl::get_rows});
+    row({K::set_rows}, {support::set_rows, scratch::rows, impl::set_rows});
+    row({K::soft_max}, {support::float_dst, scratch::rows, impl::soft_max});
+    row({K::rope, K::rope_back}, {support::float_dst, scratch::rope, impl::rope});
+    row({K::mul_mat}, {support::mul_mat, scratch::mul_mat, impl::mul_mat});
+    row({K::flash_attn_ext}, {support::flash_attn_ext, scratch::flash_attn_ext, impl::flash_attn_ext});
+    // ops_arith.hpp, ops_sort.hpp, ops_products.hpp
+    row({K::add1}, {arith_unsupported_reason, scratch::rows, impl::add1});
+    row({K::add_id}, {arith_unsupported_reason, scratch::rows, impl::add_id});
+    row({K::acc, K::set}, {arith_unsupported_reason, scratch::rows, impl::acc_set});
+    row({K::diag}, {arith_unsupported_reason, scratch::rows, impl::diag});
+    row({K::tri}, {arith_unsupported_reason, scratch::rows, impl::tri});
+    row({K::solve_tri}, {arith_unsupported_reason, scratch::rows, impl::solve_tri});
+    row({K::cumsum}, {arith_unsupported_reason, scratch::rows, impl::cumsum});
+    row({K::repeat_back}, {arith_unsupported_reason, scratch::rows, impl::repeat_back});
+    row({K::group_norm}, {arith_unsupported_reason, scratch::rows, impl::group_norm});
+    row({K::argsort, K::top_k}, {sort_unsupported_reason, scratch::rows, impl::sort_rows});
+    row({K::out_prod}, {products_unsupported_reason, scratch::rows, impl::out_prod});
+    row({K::mul_mat_id}, {products_unsupported_reason, scratch::pair<mul_mat_id_scratch>, impl::mul_mat_id});
+    // the families with one entry point each (ops_image, ops_conv, ops_training, ops_custom, ops_deepseek)
+    row({K::pad, K::pad_reflect_1d, K::roll, K::arange, K::timestep_embedding, K::upscale, K::win_part, K::win_unpart,
+         K::get_rel_pos, K::add_rel_pos},
+        {image_unsupported_reason, scratch::rows, image_compute});
+    row({K::im2col, K::conv_2d, K::conv_2d_dw, K::conv_transpose_1d, K::conv_transpose_2d, K::pool_1d, K::pool_2d,
+         K::col2im_1d, K::im2col_3d},
+        {conv_unsupported_reason, scratch::rows, conv_compute});
+    row({K::conv_3d}, {conv_unsupported_reason, scratch::pair<impl::conv_scratch>, conv_compute});
+    row({K::silu_back, K::rms_norm_back, K::soft_max_back, K::get_rows_back, K::cross_entropy_loss_back, K::im2col_back,
+         K::pool_2d_back, K::opt_step_adamw, K::opt_step_sgd},
+        {training_unsupported_reason, scratch::rows, training_compute});
+    row({K::map_custom1, K::map_custom2, K::map_custom3, K::custom}, {custom_unsupported_reason, scratch::none, custom_compute});
+    row({K::dsv4_hc_comb, K::dsv4_hc_pre, K::dsv4_hc_post}, {deepseek_unsupported_reason, scratch::rows, deepseek_compute});
+    row({K::lightning_indexer}, {deepseek_unsupported_reason, scratch::pair<deepseek_scratch>, deepseek_compute});
+    return t;
+}();
+
+inline const op_entry& entry_of(op_kind op) noexcept { return op_table[static_cast<std::size_t>(op)]; }
+
+// Whether the CPU has an implementation of op at all (for some types and modes;
+// unsupported_reason() decides per node). docs/ops.md lists the same set.
+inline bool implements(op_kind op) noexcept { return entry_of(op).compute != nullptr; }
+
+// Empty when the CPU computes this node exactly as ggml specifies; otherwise a sentence
+// saying what is not supported.
+inline std::string unsupported_reason(const node& n) {
+    if (std::string why = repacked_source_reason(n); !why.empty()) return why;
+    const op_entry& e = entry_of(n.op);
+    if (!e.supports) return "op " + std::string(op_name(n.op)) + " is not implemented on the CPU yet";
+    return e.supports(n);
 }
 
-// Whether the CPU executor has an implementation of op at all (for some types and
-// modes; unsupported_reason() decides per node). docs/ops.md lists the same set.
-inline bool implements(op_kind op) noexcept {
-    if (image_implements(op) || conv_implements(op) || training_implements(op) || custom_implements(op) || deepseek_implements(op))
-        return true;
-    switch (op) {
-        case op_kind::none: case op_kind::view: case op_kind::reshape: case op_kind::permute: case op_kind::transpose:
-        case op_kind::dup: case op_kind::cont: case op_kind::cpy: case op_kind::add: case op_kind::sub: case op_kind::mul:
-        case op_kind::div: case op_kind::unary: case op_kind::sqr: case op_kind::sqrt: case op_kind::log: case op_kind::sin:
-        case op_kind::cos: case op_kind::scale: case op_kind::clamp: case op_kind::leaky_relu: case op_kind::fill:
-        case op_kind::glu: case op_kind::norm: case op_kind::rms_norm: case op_kind::l2_norm: case op_kind::sum:
-        case op_kind::sum_rows: case op_kind::mean: case op_kind::argmax: case op_kind::count_equal: case op_kind::repeat:
-        case op_kind::concat: case op_kind::get_rows: case op_kind::set_rows: case op_kind::diag_mask_inf:
-        case op_kind::diag_mask_zero: case op_kind::soft_max: case op_kind::rope: case op_kind::rope_back: case op_kind::mul_mat:
-        case op_kind::cross_entropy_loss: case op_kind::ssm_conv: case op_kind::ssm_scan: case op_kind::rwkv_wkv6:
-        case op_kind::gated_linear_attn: case op_kind::rwkv_wkv7: case op_kind::gated_delta_net:
-        case op_kind::flash_attn_ext: return true;
-        case op_kind::add1: case op_kind::acc: case op_kind::set: case op_kind::diag: case op_kind::tri:
-        case op_kind::cumsum: case op_kind::repeat_back: case op_kind::group_norm: case op_kind::argsort:
-        case op_kind::top_k: case op_kind::out_prod: case op_kind::mul_mat_id: return true;
-        case op_kind::add_id: case op_kind::solve_tri: return true;
-        default: return false;
-    }
-}
+// Scratch of node n: per thread, and shared by its threads.
+inline scratch_need scratch_for(const node& n) { return entry_of(n.op).scratch(n); }
+
+// Computes this thread's share of node n (refused by unsupported_reason first when the
+// CPU has no row for its op).
+inline void compute_node(const node& n, const exec_params& p) { entry_of(n.op).compute(n, p); }
 
 // Whether an op does no work (views, leafs).
 inline bool is_noop(op_kind op) noexcept { return op == op_kind::none || op_is_view(op); }

@@ -20,15 +20,6 @@ TESSERA_BEGIN_NAMESPACE
 namespace backend::cpu {
 using namespace tessera::graph;  // the op bodies read graph nodes
 
-inline bool conv_implements(op_kind op) noexcept {
-    switch (op) {
-        case op_kind::im2col: case op_kind::conv_2d: case op_kind::conv_2d_dw: case op_kind::conv_transpose_1d:
-        case op_kind::conv_transpose_2d: case op_kind::pool_1d: case op_kind::pool_2d: case op_kind::col2im_1d:
-        case op_kind::im2col_3d: case op_kind::conv_3d: return true;
-        default: return false;
-    }
-}
-
 inline std::string conv_unsupported_reason(const node& n) {
     const auto f = [](type_id t) { return t == type_id::f32 || t == type_id::f16 || t == type_id::bf16; };
     for (int i = 0; i < max_src; ++i) {

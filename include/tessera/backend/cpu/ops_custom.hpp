@@ -14,10 +14,6 @@ TESSERA_BEGIN_NAMESPACE
 namespace backend::cpu {
 using namespace tessera::graph;  // the op bodies read graph nodes
 
-inline bool custom_implements(op_kind op) noexcept {
-    return op == op_kind::map_custom1 || op == op_kind::map_custom2 || op == op_kind::map_custom3 || op == op_kind::custom;
-}
-
 inline std::string custom_unsupported_reason(const node& n) {
     const auto* cp = std::get_if<custom_params>(&n.params);
     if (!cp || !cp->fn) return std::string(op_name(n.op)) + " without a function";

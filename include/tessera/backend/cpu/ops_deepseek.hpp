@@ -26,10 +26,6 @@ TESSERA_BEGIN_NAMESPACE
 namespace backend::cpu {
 using namespace tessera::graph;  // the op bodies read graph nodes
 
-inline bool deepseek_implements(op_kind op) noexcept {
-    return op == op_kind::lightning_indexer || op == op_kind::dsv4_hc_comb || op == op_kind::dsv4_hc_pre || op == op_kind::dsv4_hc_post;
-}
-
 inline std::string deepseek_unsupported_reason(const node& n) {
     if (n.op != op_kind::lightning_indexer) return {};  // f32 only, checked when built
     const type_id tk = n.src[1]->lay.type;

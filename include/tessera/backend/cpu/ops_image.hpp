@@ -18,15 +18,6 @@ TESSERA_BEGIN_NAMESPACE
 namespace backend::cpu {
 using namespace tessera::graph;  // the op bodies read graph nodes
 
-inline bool image_implements(op_kind op) noexcept {
-    switch (op) {
-        case op_kind::pad: case op_kind::pad_reflect_1d: case op_kind::roll: case op_kind::arange:
-        case op_kind::timestep_embedding: case op_kind::upscale: case op_kind::win_part: case op_kind::win_unpart:
-        case op_kind::get_rel_pos: case op_kind::add_rel_pos: return true;
-        default: return false;
-    }
-}
-
 inline std::string image_unsupported_reason(const node& n) {
     const auto f = [](type_id t) { return t == type_id::f32 || t == type_id::f16 || t == type_id::bf16; };
     switch (n.op) {

@@ -28,15 +28,6 @@ TESSERA_BEGIN_NAMESPACE
 namespace backend::cpu {
 using namespace tessera::graph;  // the op bodies read graph nodes
 
-inline bool training_implements(op_kind op) noexcept {
-    switch (op) {
-        case op_kind::silu_back: case op_kind::rms_norm_back: case op_kind::soft_max_back: case op_kind::get_rows_back:
-        case op_kind::cross_entropy_loss_back: case op_kind::im2col_back: case op_kind::pool_2d_back:
-        case op_kind::opt_step_adamw: case op_kind::opt_step_sgd: return true;
-        default: return false;
-    }
-}
-
 // Types and shapes are checked by the builders; what is left is what ggml's CPU refuses.
 inline std::string training_unsupported_reason(const node& n) {
     if (n.op == op_kind::soft_max_back && n.param<soft_max_params>().max_bias != 0.0f)
