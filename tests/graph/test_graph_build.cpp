@@ -291,3 +291,28 @@ TEST_CASE("graph: docs/ops.md lists exactly the implemented ops") {
         CHECK(status[name] == (backend::cpu::implements(op) ? "yes" : "no"));
     }
 }
+
+TEST_CASE("allocate: the memory planner reuses memory and runs ops in place (op_traits); plan_linear keeps every tensor") {
+    // x -> scale -> sqr -> add(., x) -> silu, 1024 floats each: x is an input (kept);
+    // each later result may take over its dying source, so two tensors' memory suffices.
+    constexpr std::size_t n = 1024, T = n * sizeof(float);
+    context na({.no_alloc = true});
+    auto x = new_tensor<float, 1>(na, {static_cast<std::int64_t>(n)});
+    auto y = silu(add(sqr(scale(x, 0.5f)), x));
+    cgraph g = build_forward(y);
+    const allocation_plan lin = plan_linear(g);
+    CHECK(lin.total == 5 * T);
+    const allocation_plan pl = plan_memory(g);
+    CHECK(pl.total == 2 * T);
+    CHECK(pl.placements.size() == 5);
+    graph_buffer buf = allocate(g);
+    CHECK(buf.size() == 2 * T);
+    x.set(iota(n, -8.f, 1.f / 64));
+    backend::cpu::executor(2).compute(g);
+    std::vector<float> o(n);
+    y.get(o);
+    for (std::size_t i = 0; i < n; ++i) {
+        const double v = -8.0 + static_cast<double>(i) / 64, h = 0.25 * v * v + v;
+        CHECK(o[i] == doctest::Approx(h / (1 + std::exp(-h))).epsilon(1e-5));
+    }
+}

@@ -47,6 +47,7 @@
 #include "tessera/config.hpp"
 #include "tessera/core/error.hpp"
 #include "tessera/graph/context.hpp"
+#include "tessera/graph/allocate.hpp"
 #include "tessera/graph/graph.hpp"
 #include "tessera/graph/op_traits.hpp"
 #include "tessera/memory/planner.hpp"
@@ -301,20 +302,6 @@ private:
         const any_buffer b = buffer_of(t);
         return b && std::find(buffers_.begin(), buffers_.end(), b) != buffers_.end();
     }
-    // Equal for equal (type, ne, nb): the planner runs an op in place only over a source
-    // whose layout key equals the result's.
-    static std::uint64_t layout_key(const layout& l) noexcept {
-        std::uint64_t h = 1469598103934665603ull;  // FNV-1a over the layout's fields
-        const auto mix = [&h](std::uint64_t v) {
-            for (int i = 0; i < 8; ++i, v >>= 8) h = (h ^ (v & 0xff)) * 1099511628211ull;
-        };
-        mix(static_cast<std::uint64_t>(l.type));
-        for (std::size_t i = 0; i < l.ne.size(); ++i) {
-            mix(static_cast<std::uint64_t>(l.ne[i]));
-            mix(static_cast<std::uint64_t>(l.nb[i]));
-        }
-        return h;
-    }
     // Tensors bound by an earlier alloc_graph get placed again.
     void unbind(const graph::cgraph& g) {
         for (node* t : g.leafs())
@@ -514,32 +501,12 @@ private:
                 if (d.srcs[0] < 0 || d.srcs[0] >= static_cast<int>(i)) d.n_srcs = 0;
                 continue;
             }
-            if (t->is_view()) {
-                const auto it = index.find(t->view_src);
-                if (t->view_src->data || it == index.end()) {
-                    d.flags = memory::tensor_flags::external;
-                } else {
-                    d.view_of = it->second;
-                    d.view_offset = t->view_offs;
-                }
-            } else if (t->data) {
-                d.flags = memory::tensor_flags::external;
-            } else if (t->op == graph::op_kind::none) {
-                d.flags = memory::tensor_flags::input;
-            }
-            if (t->flags & graph::flag_output) d.flags = d.flags | memory::tensor_flags::output;
-            // in place over a dying source of the same layout, where the op allows it (op_traits)
-            d.can_inplace = !t->is_view() && graph::op_can_inplace(t->op);
-            d.layout = layout_key(t->lay);
             std::array<node*, graph::max_src> srcs = t->src;
             if (auto it = redirected.find(t); it != redirected.end())
                 for (const auto& [slot, c] : it->second) srcs[slot] = c;
-            for (node* s : srcs) {
-                if (!s) continue;
-                const auto it = index.find(s);
-                if (it == index.end() || it->second >= static_cast<int>(i)) continue;
-                if (d.n_srcs < memory::max_srcs) d.srcs[static_cast<std::size_t>(d.n_srcs++)] = it->second;
-            }
+            const int buffer_id = d.buffer_id;
+            d = graph::describe(*t, static_cast<int>(i), index, srcs);
+            d.buffer_id = buffer_id;
         }
         std::vector<std::size_t> aligns;
         for (const auto& bt : buf_types_) aligns.push_back(bt.alignment());

@@ -1,21 +1,28 @@
 // Graph memory for contexts made with no_alloc: where each tensor of a graph goes.
 //
-// This is the seam where the memory planner (tessera/memory/) plugs in. A plan is a
-// list of (tensor, byte offset) placements plus the total size; plan_linear() is the
-// simplest correct plan (every tensor that needs bytes gets its own aligned slot, no
-// reuse). A planner with lifetimes produces the same struct with overlapping slots,
-// and apply_plan() / graph_buffer work unchanged.
+// One memory path: describe() turns a graph's tensors into the memory planner's
+// descriptions (tessera/memory/planner.hpp: sizes, views, inputs, outputs, sources,
+// and in place where op_traits allows it), and the planner places them, reusing the
+// memory of tensors whose last reader has run. plan_memory(g) does that for one host
+// buffer, and allocate(g) gives that buffer; the backend scheduler plans its compute
+// buffers from the same descriptions (backend/scheduler.hpp). A plan is a list of
+// (tensor, byte offset) placements plus the total size. plan_linear() is the plan
+// without reuse (every tensor its own slot: every intermediate result stays readable).
 #pragma once
 
 #include <cstddef>
 #include <cstring>
 #include <memory>
 #include <new>
+#include <span>
+#include <unordered_map>
 #include <vector>
 
 #include "tessera/config.hpp"
 #include "tessera/graph/context.hpp"
 #include "tessera/graph/graph.hpp"
+#include "tessera/graph/op_traits.hpp"
+#include "tessera/memory/planner.hpp"
 
 TESSERA_BEGIN_NAMESPACE
 namespace graph {
@@ -44,6 +51,81 @@ inline allocation_plan plan_linear(const cgraph& g, std::size_t alignment = 64) 
     };
     for (node* n : g.leafs()) add(n);
     for (node* n : g.nodes()) add(n);
+    return p;
+}
+
+// Equal for equal (type, ne, nb): the planner runs an op in place only over a source
+// whose layout key equals the result's.
+inline std::uint64_t layout_key(const layout& l) noexcept {
+    std::uint64_t h = 1469598103934665603ull;  // FNV-1a over the layout's fields
+    const auto mix = [&h](std::uint64_t v) {
+        for (int i = 0; i < 8; ++i, v >>= 8) h = (h ^ (v & 0xff)) * 1099511628211ull;
+    };
+    mix(static_cast<std::uint64_t>(l.type));
+    for (std::size_t i = 0; i < l.ne.size(); ++i) {
+        mix(static_cast<std::uint64_t>(l.ne[i]));
+        mix(static_cast<std::uint64_t>(l.nb[i]));
+    }
+    return h;
+}
+
+// The planner's description of tensor t, the self-th of the planning order (index: each
+// planned tensor's position). srcs are t's sources as they will be read (a scheduler
+// may redirect some to copies). A view of a planned root is a view in the plan; memory
+// that exists already is external; a leaf without memory is an input (placed first,
+// never reused); output-flagged tensors are never reused; ops that op_traits lets run
+// in place may take over a source that dies at them.
+inline memory::tensor_desc describe(const node& t, int self, const std::unordered_map<const node*, int>& index,
+                                    std::span<node* const> srcs) {
+    memory::tensor_desc d;
+    d.size = t.lay.nbytes();
+    if (t.is_view()) {
+        const auto it = index.find(t.view_src);
+        if (t.view_src->data || it == index.end()) {
+            d.flags = memory::tensor_flags::external;
+        } else {
+            d.view_of = it->second;
+            d.view_offset = t.view_offs;
+        }
+    } else if (t.data) {
+        d.flags = memory::tensor_flags::external;
+    } else if (t.op == op_kind::none) {
+        d.flags = memory::tensor_flags::input;
+    }
+    if (t.flags & flag_output) d.flags = d.flags | memory::tensor_flags::output;
+    d.can_inplace = !t.is_view() && op_can_inplace(t.op);
+    d.layout = layout_key(t.lay);
+    for (const node* s : srcs) {
+        if (!s) continue;
+        const auto it = index.find(s);
+        if (it == index.end() || it->second >= self) continue;
+        if (d.n_srcs < memory::max_srcs) d.srcs[static_cast<std::size_t>(d.n_srcs++)] = it->second;
+    }
+    return d;
+}
+
+// Every leaf and node of g without memory, placed by the memory planner in one buffer:
+// tensors share memory where their lifetimes allow and ops run in place where
+// op_traits allows. Results nobody reads and output-flagged tensors keep their memory
+// to the end; an intermediate result may be overwritten by a later node (flag it
+// flag_output, or use plan_linear, to read it after the compute).
+inline allocation_plan plan_memory(const cgraph& g, std::size_t alignment = 64) {
+    std::vector<node*> order;
+    std::unordered_map<const node*, int> index;
+    for (node* n : g.leafs())
+        if (!index.count(n)) index[n] = static_cast<int>(order.size()), order.push_back(n);
+    for (node* n : g.nodes())
+        if (!index.count(n)) index[n] = static_cast<int>(order.size()), order.push_back(n);
+    std::vector<memory::tensor_desc> descs(order.size());
+    for (std::size_t i = 0; i < order.size(); ++i)
+        descs[i] = describe(*order[i], static_cast<int>(i), index, order[i]->src);
+    const memory::plan mp = memory::plan_graph(std::span<const memory::tensor_desc>(descs), alignment);
+    allocation_plan p;
+    p.alignment = alignment;
+    p.total = mp.buffers.empty() ? 0 : mp.peak(0);
+    for (std::size_t i = 0; i < order.size(); ++i)
+        if (mp.buffer[i] >= 0 && !order[i]->is_view() && !order[i]->data)
+            p.placements.push_back({order[i], mp.offset[i], std::max<std::size_t>(order[i]->lay.nbytes(), 1)});
     return p;
 }
 
@@ -76,8 +158,9 @@ private:
     std::unique_ptr<std::byte, del> mem_{nullptr, del{64}};
 };
 
-// Allocates every tensor of g that has no memory (plan_linear) and returns the buffer.
-inline graph_buffer allocate(const cgraph& g) { return graph_buffer(plan_linear(g)); }
+// Allocates every tensor of g that has no memory (plan_memory: with reuse and in place)
+// and returns the buffer.
+inline graph_buffer allocate(const cgraph& g) { return graph_buffer(plan_memory(g)); }
 
 }  // namespace graph
 TESSERA_END_NAMESPACE
