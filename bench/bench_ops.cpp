@@ -86,7 +86,7 @@ void bm_soft_max(benchmark::State& st) {
 void bm_rope(benchmark::State& st) {  // threads, mode (0 normal as llama, 2 neox)
     rope_params p;
     p.n_dims = D;
-    p.mode = static_cast<int>(st.range(1));
+    p.mode = rope_mode{static_cast<int>(st.range(1))};
     run(st, [p](context& c) {
             return rope_ext(any_tensor(c.new_tensor(type_id::f32, {D, H, T, 1})), any_tensor(c.new_tensor(type_id::i32, {T, 1, 1, 1})), any_tensor(), p);
         },

@@ -72,7 +72,7 @@ inline block build(dims d = {}) {
 
     graph::rope_params rp;
     rp.n_dims = static_cast<int>(hd);
-    rp.mode = graph::rope_mode_neox;
+    rp.mode = graph::rope_mode::neox;
     rp.freq_base = 10000.0f;
 
     any_tensor x = graph::get_rows(emb, b.tokens).set_name("x");

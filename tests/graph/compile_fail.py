@@ -31,7 +31,7 @@ OK = """
     auto m = mul_mat(q, x);        // block weights, f32 activations
     auto r = get_rows(x, i);
     auto s = silu(h);
-    auto p = rope(t3, new_tensor<std::int32_t, 1>(ctx, {2}), 8, 0);
+    auto p = rope(t3, new_tensor<std::int32_t, 1>(ctx, {2}), 8, rope_mode::normal);
     auto pd = pad(x, 1, 2);
     auto cv = conv_2d(new_tensor<f16, 4>(ctx, {3, 3, 2, 4}), t3);
     static_assert(std::is_same_v<decltype(pd), tensor<float, 2>>);
@@ -55,6 +55,17 @@ OK = """
     static_assert(std::is_same_v<decltype(xi), tensor<float, 2>> && std::is_same_v<decltype(sb), tensor<float, 2>>);
     static_assert(std::is_same_v<decltype(st), tensor<float, 2>> && std::is_same_v<decltype(ai), tensor<float, 3>>);
     static_assert(std::is_same_v<decltype(mc), tensor<float, 2>> && std::is_same_v<decltype(hp), tensor<float, 2>>);
+    // the option types of the builders (docs/graph.md, "Builder options")
+    auto mp = mul_mat(q, x, precision::f32);
+    auto su = solve_tri(x, x, {.part = tri_part::upper, .diag = tri_diag::unit});
+    auto gs = glu(x, glu_op::swiglu, glu_order::swapped);
+    auto li = leaky_relu_inplace(x, 0.1f);
+    auto dm = diag_mask_inf_inplace(x, 0);
+    auto pl = pool_2d(x, {pool_op::max, {2, 2}, {2, 2}});
+    rope_params rp{8};
+    rp.mode = rope_mode::neox;
+    auto re = rope_ext_inplace(t3, new_tensor<std::int32_t, 1>(ctx, {2}), std::nullopt, rp);
+    (void)mp; (void)su; (void)gs; (void)li; (void)dm; (void)pl; (void)re;
 """
 
 CASES = [
@@ -75,7 +86,7 @@ CASES = [
     ("mul_mat_id with rank-2 weights", "mul_mat_id(x, t3, new_tensor<std::int32_t, 2>(ctx, {2, 4}));",
      "mul_mat_id: as must be a rank-3 tensor"),
     ("transpose of a rank-1 tensor", "transpose(v);", "a rank-1 tensor has no second dim"),
-    ("rope of a matrix", "rope(x, i, 8, 0);", "a must be a float tensor of rank >= 3"),
+    ("rope of a matrix", "rope(x, i, 8, rope_mode::normal);", "a must be a float tensor of rank >= 3"),
     ("pad of an index tensor", "pad(i, 1);", "pad: the operand must be a tensor of f32, f16 or bf16"),
     ("conv_2d with a block-typed kernel", "conv_2d(q, t3);", "conv_2d: kernel and input must be tensors of f32, f16 or bf16"),
     ("add_id of a block-typed tensor", "add_id(q, x, new_tensor<std::int32_t, 2>(ctx, {4, 1}));", "add_id: a \\(rank <= 3\\) and b"),
@@ -86,6 +97,15 @@ CASES = [
     ("map_custom1 with a callable of the wrong shape", "map_custom1(x, [](int) {});", "map_custom1: fn must be callable as fn\\(dst, a, ith, nth\\)"),
     ("dsv4_hc_pre of f16", "dsv4_hc_pre(h, h);", "dsv4_hc_pre: x and the weights must be tensor<float, R>"),
     ("gated_delta_net with an f16 state", "gated_delta_net(x, x, x, x, x, h);", "gated_delta_net: every operand must be a tensor<float, R>"),
+    # the bool / int parameter lists the option types replaced
+    ("mul_mat with a bool precision", "mul_mat(q, x, true);", "no matching function for call to .mul_mat\\("),
+    ("solve_tri with bools", "solve_tri(x, x, true, false, false);", "no matching function for call to .solve_tri\\("),
+    ("rope with an int mode", "rope(t3, i, 8, 2);", "no matching function for call to .rope\\("),
+    ("rope_params::mode from an int", "rope_params rp{8}; rp.mode = 2;", "no match for .operator="),
+    ("glu with a bool swapped", "glu(x, glu_op::swiglu, true);", "no matching function for call to .glu\\("),
+    ("leaky_relu with a bool inplace", "leaky_relu(x, 0.1f, true);", "no matching function for call to .leaky_relu\\("),
+    ("diag_mask_inf with a bool inplace", "diag_mask_inf(x, 0, true);", "no matching function for call to .diag_mask_inf\\("),
+    ("pool_2d with an int list", "pool_2d(x, pool_op::max, 2, 2, 2, 2);", "no matching function for call to .pool_2d\\("),
     ("tensor of rank 5", "tensor<float, 5> bad;", "constraints not satisfied|constraint|not satisfied"),
 ]
 

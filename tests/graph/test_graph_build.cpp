@@ -201,7 +201,7 @@ TEST_CASE("executor: unsupported nodes and missing memory are refused before com
     auto q = new_tensor<float, 3>(ctx, {8, 2, 3});
     rope_params rp;
     rp.n_dims = 8;
-    rp.mode = rope_mode_mrope;
+    rp.mode = rope_mode::mrope;
     rp.sections = {2, 1, 1, 0};
     CHECK_THROWS_AS(rope_ext(q, pos, std::nullopt, rp), tessera::error);  // 3 positions, needs 12
     context na({.no_alloc = true});

@@ -21,6 +21,98 @@ double gelu_erf_ref(double x) { return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2
 
 }  // namespace
 
+// ---- the builders' option types ----------------------------------------------------------------
+// Options are enums and structs (docs/graph.md, "Builder options"); the bool and int lists
+// they replaced do not compile.
+namespace {
+using f2 = tensor<float, 2>;
+using f3 = tensor<float, 3>;
+using i1 = tensor<std::int32_t, 1>;
+template <class... O>
+concept mul_mat_takes = requires(f2 a, O... o) { mul_mat(a, a, o...); };
+template <class... O>
+concept solve_tri_takes = requires(f2 a, O... o) { solve_tri(a, a, o...); };
+template <class... O>
+concept glu_takes = requires(f2 a, O... o) { glu(a, glu_op::swiglu, o...); };
+template <class... O>
+concept leaky_relu_takes = requires(f2 a, O... o) { leaky_relu(a, 0.1f, o...); };
+template <class... O>
+concept diag_mask_inf_takes = requires(f2 a, O... o) { diag_mask_inf(a, 0, o...); };
+template <class... O>
+concept add_rel_pos_takes = requires(f2 a, tensor<float, 4> p, O... o) { add_rel_pos(a, p, p, o...); };
+template <class M>
+concept rope_takes = requires(f3 a, i1 pos, M m) { rope(a, pos, 8, m); };
+template <class... O>
+concept pool_2d_takes = requires(f2 a, O... o) { pool_2d(a, o...); };
+template <class M>
+concept rope_mode_settable = requires(rope_params p, M m) { p.mode = m; };
+
+static_assert(mul_mat_takes<> && mul_mat_takes<precision> && !mul_mat_takes<bool> && !mul_mat_takes<int>);
+static_assert(solve_tri_takes<> && solve_tri_takes<solve_tri_options> && !solve_tri_takes<bool, bool, bool> &&
+              !solve_tri_takes<bool>);
+static_assert(glu_takes<> && glu_takes<glu_order> && !glu_takes<bool>);
+static_assert(leaky_relu_takes<> && !leaky_relu_takes<bool>);
+static_assert(diag_mask_inf_takes<> && !diag_mask_inf_takes<bool>);
+static_assert(add_rel_pos_takes<> && !add_rel_pos_takes<bool>);
+static_assert(rope_takes<rope_mode> && !rope_takes<int>);
+static_assert(pool_2d_takes<pool_params> && !pool_2d_takes<pool_op, int, int, int, int>);
+static_assert(rope_mode_settable<rope_mode> && !rope_mode_settable<int>);
+// rope_params::mode reads as ggml's int (the kernels test its bits) and compares with a rope_mode.
+static_assert([] {
+    rope_params p{64};
+    p.mode = rope_mode::imrope;
+    return p.mode == rope_mode::imrope && p.mode == 40 && (p.mode & rope_mode_mrope) != 0 && p.mode.get() == rope_mode::imrope;
+}());
+static_assert(static_cast<int>(rope_mode::normal) == 0 && static_cast<int>(rope_mode::neox) == 2 &&
+              static_cast<int>(rope_mode::mrope) == 8 && static_cast<int>(rope_mode::vision) == 24 &&
+              static_cast<int>(rope_mode::imrope) == 40);
+}  // namespace
+
+TEST_CASE("graph: builder options reach the node's parameters") {
+    context ctx;
+    auto a = new_tensor<float, 2>(ctx, {8, 8});
+    auto b = new_tensor<float, 2>(ctx, {8, 3});
+    CHECK(mul_mat(a, b).get()->param<mul_mat_params>().prec == precision::default_);
+    CHECK(mul_mat(a, b, precision::f32).get()->param<mul_mat_params>().prec == precision::f32);
+    CHECK(mul_mat(any_tensor(a), any_tensor(b), precision::f32).get()->param<mul_mat_params>().prec == precision::f32);
+
+    const auto tri = [](any_tensor t) { return t.get()->param<solve_tri_params>(); };
+    const solve_tri_params d = tri(solve_tri(any_tensor(a), any_tensor(new_tensor<float, 2>(ctx, {3, 8}))));
+    CHECK((d.left && d.lower && !d.uni));
+    const solve_tri_params o =
+        tri(solve_tri(any_tensor(a), any_tensor(a), {.side = tri_side::right, .part = tri_part::upper, .diag = tri_diag::unit}));
+    CHECK((!o.left && !o.lower && o.uni));
+    CHECK(!tri(solve_tri(a, a, {.part = tri_part::upper})).lower);
+
+    CHECK(!glu(a, glu_op::swiglu).get()->param<glu_params>().swapped);
+    CHECK(glu(a, glu_op::swiglu, glu_order::swapped).get()->param<glu_params>().swapped);
+    CHECK(glu(any_tensor(a), glu_op::geglu, glu_order::swapped).get()->param<glu_params>().swapped);
+
+    // the *_inplace forms are views of a; the others are not
+    CHECK(leaky_relu_inplace(a, 0.1f).get()->view_src == a.get());
+    CHECK(!leaky_relu(a, 0.1f).get()->is_view());
+    CHECK(fill_inplace(a, 2.0f).get()->view_src == a.get());
+    CHECK(diag_mask_inf_inplace(any_tensor(a), 0).get()->view_src == a.get());
+    CHECK(diag_mask_zero_inplace(a, 1).get()->view_src == a.get());
+    CHECK(!diag_mask_zero(a, 1).get()->is_view());
+
+    auto q = new_tensor<float, 3>(ctx, {8, 2, 3});
+    auto pos = new_tensor<std::int32_t, 1>(ctx, {3});
+    CHECK(rope(q, pos, 8, rope_mode::neox).get()->param<rope_params>().mode == rope_mode::neox);
+    rope_params rp{8};
+    rp.mode = rope_mode::neox;
+    CHECK(rope_ext_inplace(q, pos, std::nullopt, rp).get()->view_src == q.get());
+    CHECK(rope_ext_back_inplace(q, pos, std::nullopt, rp).get()->view_src == q.get());
+
+    auto fa = flash_attn_ext(q, q, q, std::nullopt, 0.5f);
+    CHECK(fa.get()->param<flash_attn_params>().prec == precision::default_);
+    CHECK(flash_attn_ext_set_prec(fa, precision::f32).get()->param<flash_attn_params>().prec == precision::f32);
+    CHECK_THROWS_AS(flash_attn_ext_set_prec(any_tensor(a), precision::f32), tessera::error);
+
+    const pool_params pp = pool_2d(a, {.op = pool_op::avg, .k = {2, 3}, .s = {2, 1}, .p = {1, 0}}).get()->param<pool_params>();
+    CHECK((pp.op == pool_op::avg && pp.k == std::array{2, 3} && pp.s == std::array{2, 1} && pp.p == std::array{1, 0}));
+}
+
 // ---- element-wise ------------------------------------------------------------------------------
 
 TEST_CASE("ops: add, sub, mul, div with broadcast, views and mixed float types") {
@@ -170,7 +262,7 @@ TEST_CASE("ops: gated linear units, single-tensor (and swapped) and split forms"
                                   ne4 w = s;
                                   w[0] *= 2;
                                   node* x = ctx.new_tensor(t, w);
-                                  b.out = glu(any_tensor(x), g, form == 1).get();
+                                  b.out = glu(any_tensor(x), g, form == 1 ? glu_order::swapped : glu_order::normal).get();
                                   b.inputs = {x};
                               }
                               b.lo = -4, b.hi = 4;

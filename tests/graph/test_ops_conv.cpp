@@ -407,7 +407,9 @@ TEST_CASE("image ops: win_part, win_unpart, get_rel_pos, add_rel_pos") {
                       node* a = ctx.new_tensor(type_id::f32, {c.K * c.K, c.qw * c.qh, c.B, 1});
                       node* pw = ctx.new_tensor(type_id::f32, {c.K, c.qw, c.qh, c.B});
                       node* ph = ctx.new_tensor(type_id::f32, {c.K, c.qw, c.qh, c.B});
-                      b.out = add_rel_pos(any_tensor(a), any_tensor(pw), any_tensor(ph), inplace).get();
+                      b.out = (inplace ? add_rel_pos_inplace(any_tensor(a), any_tensor(pw), any_tensor(ph))
+                                       : add_rel_pos(any_tensor(a), any_tensor(pw), any_tensor(ph)))
+                                .get();
                       b.inputs = {a, pw, ph};
                       return b;
                   },
@@ -706,7 +708,7 @@ TEST_CASE("conv ops: pool_1d and pool_2d, max and avg, strides and padding") {
                               [&](context& ctx) {
                                   built b;
                                   node* x = input(ctx, t, s, tr);
-                                  b.out = pool_1d(any_tensor(x), op, c.k, c.s, c.p).get();
+                                  b.out = pool_1d(any_tensor(x), {op, {c.k, 1}, {c.s, 1}, {c.p, 0}}).get();
                                   b.inputs = {x};
                                   return b;
                               },
@@ -741,7 +743,7 @@ TEST_CASE("conv ops: pool_1d and pool_2d, max and avg, strides and padding") {
                               [&](context& ctx) {
                                   built b;
                                   node* x = input(ctx, t, s, tr);
-                                  b.out = pool_2d(any_tensor(x), op, c.k0, c.k1, c.s0, c.s1, c.p0, c.p1).get();
+                                  b.out = pool_2d(any_tensor(x), {op, {c.k0, c.k1}, {c.s0, c.s1}, {c.p0, c.p1}}).get();
                                   b.inputs = {x};
                                   return b;
                               },
@@ -829,9 +831,9 @@ TEST_CASE("conv ops: bad input gives a tessera::error naming the op") {
     expect_error([&] { (void)conv_transpose_1d(kt, xt, 0); }, "stride");
     expect_error([&] { (void)conv_transpose_2d_p0(k, x2, 1); }, "conv_transpose_2d");
     expect_error([&] { (void)conv_transpose_2d_p0(any_tensor(ctx.new_tensor(type_id::f32, {3, 3, 4, 2})), x2, 0); }, "stride");
-    expect_error([&] { (void)pool_1d(x, pool_op::max, 0, 1); }, "pool_1d");
-    expect_error([&] { (void)pool_1d(x, pool_op::avg, 12, 1); }, "pool_1d");
-    expect_error([&] { (void)pool_1d(x, pool_op::avg, 2, 1, -1); }, "padding");
-    expect_error([&] { (void)pool_2d(x, pool_op::max, 3, 9, 1, 1); }, "pool_2d");
-    expect_error([&] { (void)pool_2d(x, pool_op::avg, 3, 3, 0, 1); }, "pool_2d");
+    expect_error([&] { (void)pool_1d(x, {pool_op::max, {0, 1}, {1, 1}}); }, "pool_1d");
+    expect_error([&] { (void)pool_1d(x, {pool_op::avg, {12, 1}, {1, 1}}); }, "pool_1d");
+    expect_error([&] { (void)pool_1d(x, {pool_op::avg, {2, 1}, {1, 1}, {-1, 0}}); }, "padding");
+    expect_error([&] { (void)pool_2d(x, {pool_op::max, {3, 9}, {1, 1}}); }, "pool_2d");
+    expect_error([&] { (void)pool_2d(x, {pool_op::avg, {3, 3}, {0, 1}}); }, "pool_2d");
 }

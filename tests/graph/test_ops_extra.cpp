@@ -161,7 +161,9 @@ TEST_CASE("extra ops: solve_tri (left, lower, non-unit) reads only the lower tri
     // the forms ggml's CPU does not solve build, and the executor refuses them by name
     for (auto [left, lower, uni] : {std::tuple{true, false, false}, {true, true, true}, {false, true, false}}) {
         cgraph g;
-        g.build_forward_expand(solve_tri(t(type_id::f32, {4, 4, 1, 1}), t(type_id::f32, {4, 4, 1, 1}), left, lower, uni));
+        g.build_forward_expand(solve_tri(t(type_id::f32, {4, 4, 1, 1}), t(type_id::f32, {4, 4, 1, 1}),
+                                         {left ? tri_side::left : tri_side::right, lower ? tri_part::lower : tri_part::upper,
+                                          uni ? tri_diag::unit : tri_diag::non_unit}));
         backend::cpu::executor ex(1);
         CHECK_THROWS_WITH_AS((void)ex.plan(g), doctest::Contains("solve_tri other than left, lower, non-unit"), tessera::error);
     }

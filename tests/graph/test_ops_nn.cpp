@@ -156,7 +156,7 @@ TEST_CASE("ops: rope normal and neox, YaRN parameters, freq factors, partial rot
                                 const float attn = ext != 0.f ? 1.4245f : 1.f;
                                 rope_params p;
                                 p.n_dims = n_dims;
-                                p.mode = mode;
+                                p.mode = rope_mode{mode};
                                 p.n_ctx_orig = 4096;
                                 p.freq_base = 10000.f;
                                 p.freq_scale = fs;
@@ -290,7 +290,7 @@ TEST_CASE("ops: rope multi-section modes (mrope, imrope, vision) and rope_back")
                     if ((mc.mode & rope_mode_mrope) == 0 && op == op_kind::rope) continue;  // covered above
                     rope_params p;
                     p.n_dims = mc.n_dims;
-                    p.mode = mc.mode;
+                    p.mode = rope_mode{mc.mode};
                     p.n_ctx_orig = 4096;
                     p.freq_scale = ff ? 0.75f : 1.f;
                     p.attn_factor = ff ? 1.25f : 1.f;
@@ -344,7 +344,7 @@ TEST_CASE("ops: rope multi-section modes (mrope, imrope, vision) and rope_back")
     for (const mcase& mc : cases) {
         rope_params p;
         p.n_dims = mc.n_dims;
-        p.mode = mc.mode;
+        p.mode = rope_mode{mc.mode};
         p.sections = mc.sections;
         const bool multi = (mc.mode & rope_mode_mrope) != 0;
         check("rope_back(rope) mode " + std::to_string(mc.mode),
@@ -367,13 +367,13 @@ TEST_CASE("ops: rope multi-section modes (mrope, imrope, vision) and rope_back")
     node* pos4 = ctx.new_tensor(type_id::i32, {12, 1, 1, 1});
     rope_params p;
     p.n_dims = 32;
-    p.mode = 5;
+    p.mode = rope_mode{5};
     CHECK_THROWS_WITH_AS(rope_ext(any_tensor(x), any_tensor(pos4), any_tensor(), p), doctest::Contains("mode 5 is not one of ggml's"),
                          tessera::error);
-    p.mode = rope_mode_mrope;
+    p.mode = rope_mode::mrope;
     CHECK_THROWS_WITH_AS(rope_ext(any_tensor(x), any_tensor(pos4), any_tensor(), p), doctest::Contains("sections {0, 0, 0, 0}"),
                          tessera::error);
-    p.mode = rope_mode_vision;
+    p.mode = rope_mode::vision;
     p.n_dims = 16;
     p.sections = {4, 4, 0, 0};
     CHECK_THROWS_WITH_AS(rope_ext(any_tensor(x), any_tensor(pos4), any_tensor(), p), doctest::Contains("n_dims = a.ne0 / 2"),

@@ -378,7 +378,7 @@ TEST_CASE("training ops: pool_2d_back avg and max, formula and finite difference
                               built b;
                               node* dy = ctx.new_tensor(t, {OW, OH, c.x[2], c.x[3]});
                               node* x = ctx.new_tensor(t, c.x);
-                              b.out = pool_2d_back(any_tensor(dy), any_tensor(x), op, c.k0, c.k1, c.s0, c.s1, c.p0, c.p1).get();
+                              b.out = pool_2d_back(any_tensor(dy), any_tensor(x), {op, {c.k0, c.k1}, {c.s0, c.s1}, {c.p0, c.p1}}).get();
                               b.inputs = {dy, x};
                               if (ties) b.init = {{x, small_ints(3)}};
                               return b;
@@ -558,7 +558,7 @@ TEST_CASE("training ops: bad shapes, types and parameters give a tessera::error 
     throws_naming([&] { get_rows_back(t(f, {4, 3, 1, 1}), t(type_id::i32, {3, 1, 1, 1}), t(f, {5, 5, 1, 1})); }, "get_rows_back", "row length");
     throws_naming([&] { cross_entropy_loss_back(t(f, {2, 1, 1, 1}), t(f, {4, 3, 1, 1}), t(f, {4, 3, 1, 1})); }, "cross_entropy_loss_back", "one element");
     throws_naming([&] { im2col_back(t(f, {27, 7, 4, 2}), t(f, {3, 3, 3, 4}), {9, 7, 3, 2}, {}); }, "im2col_back", "im2col shape");
-    throws_naming([&] { pool_2d_back(t(f, {4, 4, 3, 1}), t(f, {10, 10, 3, 1}), pool_op::max, 3, 3, 1, 1); }, "pool_2d_back", "pool_2d shape");
+    throws_naming([&] { pool_2d_back(t(f, {4, 4, 3, 1}), t(f, {10, 10, 3, 1}), {pool_op::max, {3, 3}, {1, 1}}); }, "pool_2d_back", "pool_2d shape");
     throws_naming([&] { opt_step_sgd(t(f, {4, 3, 1, 1}), t(f, {4, 3, 1, 1}), t(f, {2, 1, 1, 1})); }, "opt_step_sgd", "set_param");
     any_tensor w = t(f, {4, 3, 1, 1});
     w.set_param();
@@ -585,7 +585,7 @@ TEST_CASE("training ops: typed forms give ggml's result shapes and element types
     tensor<float, 2> r4 = get_rows_back(new_tensor<bf16, 2>(ctx, {8, 6}), new_tensor<std::int32_t, 1>(ctx, {6}),
                                         new_tensor<float, 2>(ctx, {8, 11}));
     tensor<float, 3> r5 = cross_entropy_loss_back(new_tensor<float, 1>(ctx, {1}), dy, dy);
-    tensor<float, 4> r6 = pool_2d_back(new_tensor<float, 4>(ctx, {4, 2, 2, 1}), new_tensor<f16, 4>(ctx, {8, 4, 2, 1}), pool_op::avg, 2, 2, 2, 2);
+    tensor<float, 4> r6 = pool_2d_back(new_tensor<float, 4>(ctx, {4, 2, 2, 1}), new_tensor<f16, 4>(ctx, {8, 4, 2, 1}), {pool_op::avg, {2, 2}, {2, 2}});
     CHECK(r1.lay().ne == dy.lay().ne);
     CHECK(r2.lay().type == type_id::f16);
     CHECK(r3.lay().type == type_id::f32);

@@ -126,15 +126,30 @@ struct soft_max_params {
     float scale = 1.0f;
     float max_bias = 0.0f;  // ALiBi when > 0 (needs a mask)
 };
-// rope mode bits, as ggml numbers them
-inline constexpr int rope_mode_normal = 0;
-inline constexpr int rope_mode_neox = 2;
-inline constexpr int rope_mode_mrope = 8;
-inline constexpr int rope_mode_vision = 24;
-inline constexpr int rope_mode_imrope = 40;
+// rope's modes, with ggml's numbers (GGML_ROPE_TYPE_*): normal rotates adjacent pairs
+// (2i, 2i+1), neox pairs (i, i + n_dims/2); mrope (bit 8) takes a position stream per
+// section, vision and imrope are its variants (see rope() in graph/ops/attention.hpp).
+enum class rope_mode : int { normal = 0, neox = 2, mrope = 8, vision = 24, imrope = 40 };
+// The same numbers as ints, for code that tests the bits of rope_params::mode.
+inline constexpr int rope_mode_normal = static_cast<int>(rope_mode::normal);
+inline constexpr int rope_mode_neox = static_cast<int>(rope_mode::neox);
+inline constexpr int rope_mode_mrope = static_cast<int>(rope_mode::mrope);
+inline constexpr int rope_mode_vision = static_cast<int>(rope_mode::vision);
+inline constexpr int rope_mode_imrope = static_cast<int>(rope_mode::imrope);
+// rope_params::mode: set from a rope_mode (p.mode = rope_mode::neox), read as ggml's int
+// (its bits: p.mode & rope_mode_mrope) or compared with a rope_mode. It is not settable
+// from a bare int; rope_mode{n} names a number that is not one of the modes.
+struct rope_mode_bits {
+    int bits = rope_mode_normal;
+    constexpr rope_mode_bits() noexcept = default;
+    constexpr rope_mode_bits(rope_mode m) noexcept : bits(static_cast<int>(m)) {}  // NOLINT: implicit by design
+    constexpr operator int() const noexcept { return bits; }                        // NOLINT: implicit by design
+    constexpr rope_mode get() const noexcept { return static_cast<rope_mode>(bits); }
+    friend constexpr bool operator==(rope_mode_bits a, rope_mode b) noexcept { return a.bits == static_cast<int>(b); }
+};
 struct rope_params {
     int n_dims;
-    int mode = rope_mode_normal;
+    rope_mode_bits mode = rope_mode::normal;
     int n_ctx_orig = 0;
     float freq_base = 10000.0f;
     float freq_scale = 1.0f;
@@ -144,14 +159,18 @@ struct rope_params {
     float beta_slow = 1.0f;
     std::array<int, 4> sections{};  // mrope / vision
 };
+// The precision an op asks of a backend (ggml's GGML_PREC_*): default_ lets it accumulate
+// in a lower precision where it would (f16 on some GPUs), f32 asks for f32 accumulation.
+// The CPU executor accumulates in f32 either way.
+enum class precision : std::uint8_t { default_, f32 };
 struct flash_attn_params {
     float scale = 1.0f;
     float max_bias = 0.0f;
     float logit_softcap = 0.0f;
-    bool prec_f32 = false;  // ggml's GGML_PREC_F32; the CPU path always accumulates in f32
+    precision prec = precision::default_;  // flash_attn_ext_set_prec
 };
 struct mul_mat_params {
-    bool prec_f32 = false;
+    precision prec = precision::default_;
 };
 struct cpy_params {};  // cpy, dup, cont: no parameters
 struct set_params {    // set, acc: the view of the destination that receives b

@@ -280,7 +280,7 @@ private:
         for (any_tensor t : {tokens, pos, kv_idx, mask}) t.set_input();
         any_tensor freqs = s.rope_freqs ? any_tensor(s.rope_freqs) : any_tensor();
         rope_params rp{static_cast<int>(h.n_rot)};
-        rp.mode = rope_mode_normal;
+        rp.mode = rope_mode::normal;
         rp.n_ctx_orig = static_cast<int>(h.n_ctx_train);
         rp.freq_base = h.rope_freq_base;
         rp.freq_scale = h.rope_freq_scale;

@@ -267,22 +267,37 @@ inline any_tensor tri(any_tensor a, tri_type t) { return any_tensor(detail::tri(
 
 // Solves the triangular systems A X = B (left) or X A = B for X, per batch (dims 2, 3):
 // A f32 [n, n, ...] (ne0 the column), B f32 [k, n, ...] (left: k right-hand sides, ne1 the
-// row) -> f32 of B's shape. ggml's CPU (and tessera's) solves left, lower, non-unit only;
-// the other forms build but are refused by the executor.
+// row) -> f32 of B's shape. The options say which system, which triangle of A is read and
+// whether A's diagonal is taken as ones, e.g. solve_tri(A, B, {.part = tri_part::upper}).
+// ggml's CPU (and tessera's) solves left, lower, non-unit only; the other forms build but
+// are refused by the executor.
+enum class tri_side : std::uint8_t { left, right };     // A X = B, or X A = B
+enum class tri_part : std::uint8_t { lower, upper };    // the triangle of A that is read
+enum class tri_diag : std::uint8_t { non_unit, unit };  // unit: A's diagonal is taken as ones
+struct solve_tri_options {
+    tri_side side = tri_side::left;
+    tri_part part = tri_part::lower;
+    tri_diag diag = tri_diag::non_unit;
+};
+namespace detail {
+inline solve_tri_params to_params(const solve_tri_options& o) noexcept {
+    return {o.side == tri_side::left, o.part == tri_part::lower, o.diag == tri_diag::unit};
+}
+}  // namespace detail
 template <int Ra, int Rb>
     requires(Ra >= 2 && Rb >= 2)
-tensor<float, Rb> solve_tri(tensor<float, Ra> a, tensor<float, Rb> b, bool left = true, bool lower = true, bool uni = false) {
-    return tensor<float, Rb>(detail::solve_tri(a.get(), b.get(), {left, lower, uni}));
+tensor<float, Rb> solve_tri(tensor<float, Ra> a, tensor<float, Rb> b, const solve_tri_options& o = {}) {
+    return tensor<float, Rb>(detail::solve_tri(a.get(), b.get(), detail::to_params(o)));
 }
 template <typed_tensor A, typed_tensor B>
     requires(!std::same_as<typename std::remove_cvref_t<A>::element_type, float> ||
              !std::same_as<typename std::remove_cvref_t<B>::element_type, float> || (std::remove_cvref_t<A>::rank < 2) ||
              (std::remove_cvref_t<B>::rank < 2))
-void solve_tri(A, B, bool = true, bool = true, bool = false) {
+void solve_tri(A, B, const solve_tri_options& = {}) {
     static_assert(detail::dependent_false<A, B>, "tessera::graph::solve_tri: A and B must be tensor<float, R> of rank >= 2");
 }
-inline any_tensor solve_tri(any_tensor a, any_tensor b, bool left = true, bool lower = true, bool uni = false) {
-    return any_tensor(detail::solve_tri(a.get(), b.get(), {left, lower, uni}));
+inline any_tensor solve_tri(any_tensor a, any_tensor b, const solve_tri_options& o = {}) {
+    return any_tensor(detail::solve_tri(a.get(), b.get(), detail::to_params(o)));
 }
 
 // Inclusive prefix sums along dim 0.

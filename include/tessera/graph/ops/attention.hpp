@@ -107,23 +107,28 @@ inline node* flash_attn_ext(node* q, node* k, node* v, node* mask, const flash_a
 }  // namespace detail
 
 // ---- diag_mask -------------------------------------------------------------------------------
-// Elements with column > n_past + row become -inf (diag_mask_inf) or 0 (diag_mask_zero).
-template <float_element T, int R>
-    requires(R >= 2)
-tensor<T, R> diag_mask_inf(tensor<T, R> a, int n_past, bool inplace = false) {
-    return tensor<T, R>(detail::diag_mask(op_kind::diag_mask_inf, a.get(), n_past, inplace));
-}
-template <float_element T, int R>
-    requires(R >= 2)
-tensor<T, R> diag_mask_zero(tensor<T, R> a, int n_past, bool inplace = false) {
-    return tensor<T, R>(detail::diag_mask(op_kind::diag_mask_zero, a.get(), n_past, inplace));
-}
-inline any_tensor diag_mask_inf(any_tensor a, int n_past, bool inplace = false) {
-    return any_tensor(detail::diag_mask(op_kind::diag_mask_inf, a.get(), n_past, inplace));
-}
-inline any_tensor diag_mask_zero(any_tensor a, int n_past, bool inplace = false) {
-    return any_tensor(detail::diag_mask(op_kind::diag_mask_zero, a.get(), n_past, inplace));
-}
+// Elements with column > n_past + row become -inf (diag_mask_inf) or 0 (diag_mask_zero);
+// the *_inplace forms write over a.
+#define TESSERA_DIAG_MASK_(NAME)                                                                   \
+    template <float_element T, int R>                                                              \
+        requires(R >= 2)                                                                           \
+    tensor<T, R> NAME(tensor<T, R> a, int n_past) {                                                \
+        return tensor<T, R>(detail::diag_mask(op_kind::NAME, a.get(), n_past, false));            \
+    }                                                                                              \
+    template <float_element T, int R>                                                              \
+        requires(R >= 2)                                                                           \
+    tensor<T, R> NAME##_inplace(tensor<T, R> a, int n_past) {                                      \
+        return tensor<T, R>(detail::diag_mask(op_kind::NAME, a.get(), n_past, true));             \
+    }                                                                                              \
+    inline any_tensor NAME(any_tensor a, int n_past) {                                             \
+        return any_tensor(detail::diag_mask(op_kind::NAME, a.get(), n_past, false));               \
+    }                                                                                              \
+    inline any_tensor NAME##_inplace(any_tensor a, int n_past) {                                   \
+        return any_tensor(detail::diag_mask(op_kind::NAME, a.get(), n_past, true));                \
+    }
+TESSERA_DIAG_MASK_(diag_mask_inf)
+TESSERA_DIAG_MASK_(diag_mask_zero)
+#undef TESSERA_DIAG_MASK_
 
 // ---- soft_max --------------------------------------------------------------------------------
 // Row softmax of a*scale + slope*mask (slope from ALiBi when max_bias > 0, else 1).
@@ -157,37 +162,42 @@ tensor<T, R> soft_max_add_sinks(tensor<T, R> sm, tensor<float, 1> sinks) {
 
 // ---- rope --------------------------------------------------------------------------------
 // a [D, n_head, T, ne3], positions i32 [T]; rotates the first n_dims of each row.
-// rope_params::mode: normal (pairs 2i, 2i+1), neox (pairs i, i + n_dims/2); the multi
-// modes take 4 x T positions (4 streams: t, h, w, e; position s of token i at i + s*T)
-// and sections (pairs per stream): mrope (neox pairs, pair i of a row uses the stream its
-// sector i % sum(sections) falls in), imrope (streams interleaved t, h, w by sector % 3),
-// vision (n_dims = D/2, pairs i, i + n_dims over the whole row; the angle index restarts
-// at each section).
+// The mode (a rope_mode; rope_params::mode holds it): normal (pairs 2i, 2i+1), neox
+// (pairs i, i + n_dims/2); the multi modes take 4 x T positions (4 streams: t, h, w, e;
+// position s of token i at i + s*T) and sections (pairs per stream): mrope (neox pairs,
+// pair i of a row uses the stream its sector i % sum(sections) falls in), imrope (streams
+// interleaved t, h, w by sector % 3), vision (n_dims = D/2, pairs i, i + n_dims over the
+// whole row; the angle index restarts at each section).
 template <float_element T, int R>
     requires(R >= 3)
-tensor<T, R> rope(tensor<T, R> a, tensor<std::int32_t, 1> pos, int n_dims, int mode) {
+tensor<T, R> rope(tensor<T, R> a, tensor<std::int32_t, 1> pos, int n_dims, rope_mode mode) {
     rope_params p;
     p.n_dims = n_dims;
     p.mode = mode;
     return tensor<T, R>(detail::rope(op_kind::rope, a.get(), pos.get(), nullptr, p, false));
 }
-template <float_element T, int R>
-    requires(R >= 3)
-tensor<T, R> rope_ext(tensor<T, R> a, tensor<std::int32_t, 1> pos, std::optional<tensor<float, 1>> freq_factors,
-                      const rope_params& p, bool inplace = false) {
-    return tensor<T, R>(detail::rope(op_kind::rope, a.get(), pos.get(), freq_factors ? freq_factors->get() : nullptr, p, inplace));
-}
-// The inverse of rope_ext with the same parameters (ggml's rope_ext_back / rope_multi_back:
-// the gradient of rope).
-template <float_element T, int R>
-    requires(R >= 3)
-tensor<T, R> rope_ext_back(tensor<T, R> a, tensor<std::int32_t, 1> pos, std::optional<tensor<float, 1>> freq_factors,
-                           const rope_params& p, bool inplace = false) {
-    return tensor<T, R>(detail::rope(op_kind::rope_back, a.get(), pos.get(), freq_factors ? freq_factors->get() : nullptr, p, inplace));
-}
+// rope_ext: every parameter (rope_params), optional frequency factors; rope_ext_back: its
+// inverse with the same parameters (ggml's rope_ext_back / rope_multi_back: the gradient of
+// rope). The *_inplace forms write over a.
+#define TESSERA_ROPE_EXT_(NAME, OP)                                                                                          \
+    template <float_element T, int R>                                                                                        \
+        requires(R >= 3)                                                                                                     \
+    tensor<T, R> NAME(tensor<T, R> a, tensor<std::int32_t, 1> pos, std::optional<tensor<float, 1>> freq_factors,             \
+                      const rope_params& p) {                                                                                \
+        return tensor<T, R>(detail::rope(OP, a.get(), pos.get(), freq_factors ? freq_factors->get() : nullptr, p, false));   \
+    }                                                                                                                        \
+    template <float_element T, int R>                                                                                        \
+        requires(R >= 3)                                                                                                     \
+    tensor<T, R> NAME##_inplace(tensor<T, R> a, tensor<std::int32_t, 1> pos, std::optional<tensor<float, 1>> freq_factors,   \
+                                const rope_params& p) {                                                                      \
+        return tensor<T, R>(detail::rope(OP, a.get(), pos.get(), freq_factors ? freq_factors->get() : nullptr, p, true));    \
+    }
+TESSERA_ROPE_EXT_(rope_ext, op_kind::rope)
+TESSERA_ROPE_EXT_(rope_ext_back, op_kind::rope_back)
+#undef TESSERA_ROPE_EXT_
 template <typed_tensor A, typed_tensor P>
     requires(!float_tensor<A> || std::remove_cvref_t<A>::rank < 3 || !std::same_as<std::remove_cvref_t<P>, tensor<std::int32_t, 1>>)
-void rope(A, P, int, int) {
+void rope(A, P, int, rope_mode) {
     static_assert(detail::dependent_false<A, P>,
                   "tessera::graph::rope: a must be a float tensor of rank >= 3 ([head_dim, n_head, n_tokens]) "
                   "and the positions a tensor<int32_t, 1>");
@@ -202,16 +212,25 @@ inline any_tensor rope_ext_back(any_tensor a, any_tensor pos, any_tensor freq_fa
 // ---- flash_attn_ext ----------------------------------------------------------------------
 // q f32 [Dk, n_q, H, ne3], k [Dk, n_kv, Hkv, ne3], v [Dv, n_kv, Hkv, ne3] (k, v f32,
 // f16 or bf16), mask [n_kv, >= n_q, ...] -> f32 [Dv, H, n_q, ne3] (note the permuted
-// output, as in ggml).
+// output, as in ggml). flash_attn_ext_set_prec(fa, precision::f32) asks a backend for f32
+// accumulation (the CPU accumulates in f32 always).
 template <int Rq, float_element K, int Rk, float_element V, int Rv>
 tensor<float, 4> flash_attn_ext(tensor<float, Rq> q, tensor<K, Rk> k, tensor<V, Rv> v, std::optional<any_tensor> mask,
                                 float scale, float max_bias = 0.0f, float logit_softcap = 0.0f) {
     return tensor<float, 4>(
-        detail::flash_attn_ext(q.get(), k.get(), v.get(), mask ? mask->get() : nullptr, {scale, max_bias, logit_softcap, false}));
+        detail::flash_attn_ext(q.get(), k.get(), v.get(), mask ? mask->get() : nullptr, {scale, max_bias, logit_softcap, precision::default_}));
 }
 inline any_tensor flash_attn_ext(any_tensor q, any_tensor k, any_tensor v, any_tensor mask, float scale,
                                  float max_bias = 0.0f, float logit_softcap = 0.0f) {
-    return any_tensor(detail::flash_attn_ext(q.get(), k.get(), v.get(), mask.get(), {scale, max_bias, logit_softcap, false}));
+    return any_tensor(detail::flash_attn_ext(q.get(), k.get(), v.get(), mask.get(), {scale, max_bias, logit_softcap, precision::default_}));
+}
+template <class FA>
+    requires(std::same_as<FA, tensor<float, 4>> || std::same_as<FA, any_tensor>)
+FA flash_attn_ext_set_prec(FA fa, precision prec) {
+    if (!fa || fa.get()->op != op_kind::flash_attn_ext)
+        fail(errc::invalid_argument, "flash_attn_ext_set_prec: not a flash_attn_ext node");
+    std::get<flash_attn_params>(fa.get()->params).prec = prec;
+    return fa;
 }
 inline tensor<float, 4> flash_attn_ext_add_sinks(tensor<float, 4> fa, tensor<float, 1> sinks) {
     if (fa.get()->op != op_kind::flash_attn_ext) fail(errc::invalid_argument, "flash_attn_ext_add_sinks: not a flash_attn_ext node");

@@ -9,7 +9,7 @@
 //   cross_entropy_loss_back(g, x, l)   (softmax(x) - l) * g / rows, g the f32 [1] gradient
 //   im2col_back(dy, kernel, ne, p)     f32 [ne]: each input element sums the im2col columns
 //                                      it was copied to (the adjoint of im2col)
-//   pool_2d_back(dy, x, ...)           f32 of x's shape: avg spreads dy / (k0 k1) over each
+//   pool_2d_back(dy, x, pool_params)   f32 of x's shape: avg spreads dy / (k0 k1) over each
 //                                      window's taps inside x; max adds dy to the first
 //                                      maximum of the window
 //   rope_ext_back                      (graph/ops/attention.hpp)
@@ -186,14 +186,14 @@ inline any_tensor im2col_back(any_tensor dy, any_tensor kernel, std::array<std::
     return any_tensor(detail::im2col_back(dy.get(), kernel.get(), ne, p));
 }
 
-// dy: pool_2d(x, ...)'s gradient; the same pooling parameters -> f32 of x's shape.
+// dy: pool_2d(x, p)'s gradient; the same pooling parameters p -> f32 of x's shape.
 template <float_element T, int R, float_element U>
     requires(R >= 2)
-tensor<float, R> pool_2d_back(tensor<T, R> dy, tensor<U, R> x, pool_op op, int k0, int k1, int s0, int s1, int p0 = 0, int p1 = 0) {
-    return tensor<float, R>(detail::pool_2d_back(dy.get(), x.get(), {op, {k0, k1}, {s0, s1}, {p0, p1}}));
+tensor<float, R> pool_2d_back(tensor<T, R> dy, tensor<U, R> x, const pool_params& p) {
+    return tensor<float, R>(detail::pool_2d_back(dy.get(), x.get(), p));
 }
-inline any_tensor pool_2d_back(any_tensor dy, any_tensor x, pool_op op, int k0, int k1, int s0, int s1, int p0 = 0, int p1 = 0) {
-    return any_tensor(detail::pool_2d_back(dy.get(), x.get(), {op, {k0, k1}, {s0, s1}, {p0, p1}}));
+inline any_tensor pool_2d_back(any_tensor dy, any_tensor x, const pool_params& p) {
+    return any_tensor(detail::pool_2d_back(dy.get(), x.get(), p));
 }
 
 }  // namespace graph

@@ -71,7 +71,7 @@ inline node* conv_1d(node* a, node* b, int s0, int p0, int d0) {
     node* im = im2col(a, b, p, im2col_type_for(a));  // [IC*K, OL, N]
     const auto ie = im->lay.ne;
     const std::int64_t oc = a->lay.ne[2];
-    node* r = mul_mat(reshape(im, {ie[0], ie[1] * ie[2], 1, 1}), reshape(a, {a->lay.ne[0] * a->lay.ne[1], oc, 1, 1}), false);
+    node* r = mul_mat(reshape(im, {ie[0], ie[1] * ie[2], 1, 1}), reshape(a, {a->lay.ne[0] * a->lay.ne[1], oc, 1, 1}), precision::default_);
     // r [OL*N, OC]: ggml reshapes it to [OL, OC, N] (right for N == 1); with a batch the
     // columns are reordered so every batch entry gets its own [OL, OC]
     if (ie[2] == 1) return reshape(r, {ie[1], oc, 1, 1});
@@ -84,7 +84,7 @@ inline node* conv_2d(node* a, node* b, const conv_params& p) {
     node* im = im2col(a, b, p, im2col_type_for(a));  // [IC*KH*KW, OW, OH, N]
     const auto ie = im->lay.ne;
     const auto& ka = a->lay.ne;
-    node* r = mul_mat(reshape(im, {ie[0], ie[1] * ie[2] * ie[3], 1, 1}), reshape(a, {ka[0] * ka[1] * ka[2], ka[3], 1, 1}), false);
+    node* r = mul_mat(reshape(im, {ie[0], ie[1] * ie[2] * ie[3], 1, 1}), reshape(a, {ka[0] * ka[1] * ka[2], ka[3], 1, 1}), precision::default_);
     r = reshape(r, {ie[1], ie[2], ie[3], ka[3]});  // [OW, OH, N, OC]
     return dup(permute(r, {0, 1, 3, 2}), type_id::f32, op_kind::cont);
 }
@@ -119,7 +119,7 @@ inline node* conv_2d_dw(node* a, node* b, const conv_params& p) {
     node* im = im2col(a, reshape(b, {nb[0], nb[1], 1, nb[2] * nb[3]}), p, im2col_type_for(a));  // [KH*KW, OW, OH, C*N]
     const auto ie = im->lay.ne;
     node* x = reshape(im, {ie[0], ie[1] * ie[2], nb[2], nb[3]});
-    node* r = mul_mat(reshape(a, {ka[0] * ka[1], 1, ka[3], 1}), x, false);  // [1, OW*OH, C, N]
+    node* r = mul_mat(reshape(a, {ka[0] * ka[1], 1, ka[3], 1}), x, precision::default_);  // [1, OW*OH, C, N]
     return reshape(r, {ie[1], ie[2], nb[2], nb[3]});
 }
 
@@ -243,7 +243,7 @@ inline node* conv_3d(node* a, node* b, const conv3d_params& p) {
     const auto ie = im->lay.ne;
     const std::int64_t oc = a->lay.ne[3] / p.ic, n = b->lay.ne[3] / p.ic, od = ie[3] / n;
     if (!a->lay.is_contiguous()) a = dup(a, a->lay.type, op_kind::cont);
-    node* r = mul_mat(reshape(im, {ie[0], ie[1] * ie[2] * ie[3], 1, 1}), reshape(a, {ie[0], oc, 1, 1}), false);  // [OW*OH*OD*N, OC]
+    node* r = mul_mat(reshape(im, {ie[0], ie[1] * ie[2] * ie[3], 1, 1}), reshape(a, {ie[0], oc, 1, 1}), precision::default_);  // [OW*OH*OD*N, OC]
     r = reshape(r, {ie[1] * ie[2] * od, n, oc, 1});             // [OW*OH*OD, N, OC]
     r = dup(permute(r, {0, 2, 1, 3}), type_id::f32, op_kind::cont);  // [OW*OH*OD, OC, N]
     return reshape(r, {ie[1], ie[2], od, oc * n});              // dim 3 = n*OC + oc
@@ -398,22 +398,26 @@ void conv_3d(A, B, const conv3d_params&) {
 }
 
 // ---- pooling ------------------------------------------------------------------------------
-// Along dim 0: max, or avg over the window's taps inside the row -> f32.
+// The window is a pool_params: op, kernel k, stride s and padding p per dim, e.g.
+// pool_2d(a, {.op = pool_op::max, .k = {3, 3}, .s = {2, 2}, .p = {1, 1}}).
+// pool_1d: along dim 0 (k[0], s[0], p[0]; the dim-1 entries are not read): max, or avg
+// over the window's taps inside the row -> f32.
 template <float_element T, int R>
-tensor<float, R> pool_1d(tensor<T, R> a, pool_op op, int k0, int s0, int p0 = 0) {
-    return tensor<float, R>(detail::pool_1d(a.get(), op, k0, s0, p0));
+tensor<float, R> pool_1d(tensor<T, R> a, const pool_params& p) {
+    return tensor<float, R>(detail::pool_1d(a.get(), p.op, p.k[0], p.s[0], p.p[0]));
 }
-inline any_tensor pool_1d(any_tensor a, pool_op op, int k0, int s0, int p0 = 0) {
-    return any_tensor(detail::pool_1d(a.get(), op, k0, s0, p0));
+inline any_tensor pool_1d(any_tensor a, const pool_params& p) {
+    return any_tensor(detail::pool_1d(a.get(), p.op, p.k[0], p.s[0], p.p[0]));
 }
-// Over dims 0 and 1: max, or the window sum divided by k0*k1 (padding counts) -> f32.
+// pool_2d: over dims 0 and 1: max, or the window sum divided by k[0]*k[1] (padding
+// counts) -> f32.
 template <float_element T, int R>
     requires(R >= 2)
-tensor<float, R> pool_2d(tensor<T, R> a, pool_op op, int k0, int k1, int s0, int s1, int p0 = 0, int p1 = 0) {
-    return tensor<float, R>(detail::pool_2d(a.get(), op, k0, k1, s0, s1, p0, p1));
+tensor<float, R> pool_2d(tensor<T, R> a, const pool_params& p) {
+    return tensor<float, R>(detail::pool_2d(a.get(), p.op, p.k[0], p.k[1], p.s[0], p.s[1], p.p[0], p.p[1]));
 }
-inline any_tensor pool_2d(any_tensor a, pool_op op, int k0, int k1, int s0, int s1, int p0 = 0, int p1 = 0) {
-    return any_tensor(detail::pool_2d(a.get(), op, k0, k1, s0, s1, p0, p1));
+inline any_tensor pool_2d(any_tensor a, const pool_params& p) {
+    return any_tensor(detail::pool_2d(a.get(), p.op, p.k[0], p.k[1], p.s[0], p.s[1], p.p[0], p.p[1]));
 }
 
 }  // namespace graph

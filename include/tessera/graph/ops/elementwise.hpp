@@ -209,32 +209,44 @@ inline any_tensor clamp(any_tensor a, float lo, float hi) {
 
 // x > 0 ? x : slope*x
 template <float_element T, int R>
-tensor<T, R> leaky_relu(tensor<T, R> a, float slope, bool inplace = false) {
-    return tensor<T, R>(detail::unary(op_kind::leaky_relu, leaky_relu_params{slope}, a.get(), inplace));
+tensor<T, R> leaky_relu(tensor<T, R> a, float slope) {
+    return tensor<T, R>(detail::unary(op_kind::leaky_relu, leaky_relu_params{slope}, a.get(), false));
 }
-inline any_tensor leaky_relu(any_tensor a, float slope, bool inplace = false) {
-    return any_tensor(detail::unary(op_kind::leaky_relu, leaky_relu_params{slope}, a.get(), inplace));
+template <float_element T, int R>
+tensor<T, R> leaky_relu_inplace(tensor<T, R> a, float slope) {
+    return tensor<T, R>(detail::unary(op_kind::leaky_relu, leaky_relu_params{slope}, a.get(), true));
+}
+inline any_tensor leaky_relu(any_tensor a, float slope) {
+    return any_tensor(detail::unary(op_kind::leaky_relu, leaky_relu_params{slope}, a.get(), false));
+}
+inline any_tensor leaky_relu_inplace(any_tensor a, float slope) {
+    return any_tensor(detail::unary(op_kind::leaky_relu, leaky_relu_params{slope}, a.get(), true));
 }
 
 // every element = v
 template <float_element T, int R>
-tensor<T, R> fill(tensor<T, R> a, float v, bool inplace = false) {
-    return tensor<T, R>(detail::unary(op_kind::fill, fill_params{v}, a.get(), inplace));
+tensor<T, R> fill(tensor<T, R> a, float v) {
+    return tensor<T, R>(detail::unary(op_kind::fill, fill_params{v}, a.get(), false));
+}
+template <float_element T, int R>
+tensor<T, R> fill_inplace(tensor<T, R> a, float v) {
+    return tensor<T, R>(detail::unary(op_kind::fill, fill_params{v}, a.get(), true));
 }
 
 // ---- gated linear units ---------------------------------------------------------------------
-// Single-tensor form: a row of 2n gives n: act(first half) * second half (swapped:
-// the halves exchange roles). Split form: act(a) * b.
+// Single-tensor form: a row of 2n gives n: act(first half) * second half, or with
+// glu_order::swapped act(second half) * first half (ggml's swapped). Split form: act(a) * b.
+enum class glu_order : std::uint8_t { normal, swapped };
 template <float_element T, int R>
-tensor<T, R> glu(tensor<T, R> a, glu_op g, bool swapped = false) {
-    return tensor<T, R>(detail::glu(g, a.get(), nullptr, swapped, 1.702f, 7.0f));
+tensor<T, R> glu(tensor<T, R> a, glu_op g, glu_order order = glu_order::normal) {
+    return tensor<T, R>(detail::glu(g, a.get(), nullptr, order == glu_order::swapped, 1.702f, 7.0f));
 }
 template <float_element T, int R>
 tensor<T, R> glu_split(tensor<T, R> a, tensor<T, R> b, glu_op g) {
     return tensor<T, R>(detail::glu(g, a.get(), b.get(), false, 1.702f, 7.0f));
 }
-inline any_tensor glu(any_tensor a, glu_op g, bool swapped = false) {
-    return any_tensor(detail::glu(g, a.get(), nullptr, swapped, 1.702f, 7.0f));
+inline any_tensor glu(any_tensor a, glu_op g, glu_order order = glu_order::normal) {
+    return any_tensor(detail::glu(g, a.get(), nullptr, order == glu_order::swapped, 1.702f, 7.0f));
 }
 inline any_tensor glu_split(any_tensor a, any_tensor b, glu_op g) {
     return any_tensor(detail::glu(g, a.get(), b.get(), false, 1.702f, 7.0f));

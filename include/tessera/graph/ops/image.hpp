@@ -224,13 +224,21 @@ tensor<T, 3> get_rel_pos(tensor<T, R> a, int qh, int kh) {
 inline any_tensor get_rel_pos(any_tensor a, int qh, int kh) { return any_tensor(detail::get_rel_pos(a.get(), qh, kh)); }
 
 // Scores a f32 [K*K, qw*qh, B] plus ph[:, r] along the slow and pw[:, r] along the fast
-// half of each row: out[u*K + v, r] = a[u*K + v, r] + ph[u, r] + pw[v, r].
+// half of each row: out[u*K + v, r] = a[u*K + v, r] + ph[u, r] + pw[v, r]. add_rel_pos_inplace
+// writes over a.
 template <int R>
-tensor<float, R> add_rel_pos(tensor<float, R> a, tensor<float, 4> pw, tensor<float, 4> ph, bool inplace = false) {
-    return tensor<float, R>(detail::add_rel_pos(a.get(), pw.get(), ph.get(), inplace));
+tensor<float, R> add_rel_pos(tensor<float, R> a, tensor<float, 4> pw, tensor<float, 4> ph) {
+    return tensor<float, R>(detail::add_rel_pos(a.get(), pw.get(), ph.get(), false));
 }
-inline any_tensor add_rel_pos(any_tensor a, any_tensor pw, any_tensor ph, bool inplace = false) {
-    return any_tensor(detail::add_rel_pos(a.get(), pw.get(), ph.get(), inplace));
+template <int R>
+tensor<float, R> add_rel_pos_inplace(tensor<float, R> a, tensor<float, 4> pw, tensor<float, 4> ph) {
+    return tensor<float, R>(detail::add_rel_pos(a.get(), pw.get(), ph.get(), true));
+}
+inline any_tensor add_rel_pos(any_tensor a, any_tensor pw, any_tensor ph) {
+    return any_tensor(detail::add_rel_pos(a.get(), pw.get(), ph.get(), false));
+}
+inline any_tensor add_rel_pos_inplace(any_tensor a, any_tensor pw, any_tensor ph) {
+    return any_tensor(detail::add_rel_pos(a.get(), pw.get(), ph.get(), true));
 }
 
 }  // namespace graph

@@ -3,7 +3,9 @@
 // [M, N, B2, B3] with out[m, n] = dot(row m of a, row n of b); a is broadcast over
 // b's batch dims. out_prod(a, b): a [M, K, A2, A3] (f32, f16, bf16 or a block type),
 // b f32 [N, K, B2, B3] -> f32 [M, N, B2, B3], out[m, n] = sum_k a[m, k] * b[n, k], a
-// broadcast over b's batch dims as in mul_mat.
+// broadcast over b's batch dims as in mul_mat. mul_mat(a, b, precision::f32) asks for f32
+// accumulation (ggml_mul_mat_set_prec), a hint to backends that would use less; the CPU
+// accumulates in f32 always.
 #pragma once
 
 #include "tessera/graph/ops/common.hpp"
@@ -12,7 +14,7 @@ TESSERA_BEGIN_NAMESPACE
 namespace graph {
 
 namespace detail {
-inline node* mul_mat(node* a, node* b, bool prec_f32) {
+inline node* mul_mat(node* a, node* b, precision prec) {
     check_not_null("mul_mat", a, "a");
     check_float("mul_mat", b, "b");
     check_same_context("mul_mat", a, b);
@@ -26,7 +28,7 @@ inline node* mul_mat(node* a, node* b, bool prec_f32) {
         op_fail("mul_mat", errc::shape_mismatch, "a " + desc(a) + " is transposed (nb0 > nb1); use cont first");
     if (la.type != type_id::f32 && la.type != type_id::f16 && la.type != type_id::bf16 && !is_quantized(la.type))
         op_fail("mul_mat", errc::unsupported, "a " + desc(a) + " must be f32, f16, bf16 or a block type");
-    return make(*a->ctx, type_id::f32, {la.ne[1], lb.ne[1], lb.ne[2], lb.ne[3]}, op_kind::mul_mat, mul_mat_params{prec_f32}, {a, b});
+    return make(*a->ctx, type_id::f32, {la.ne[1], lb.ne[1], lb.ne[2], lb.ne[3]}, op_kind::mul_mat, mul_mat_params{prec}, {a, b});
 }
 inline node* out_prod(node* a, node* b) {
     check_not_null("out_prod", a, "a");
@@ -48,18 +50,18 @@ concept mul_mat_operands = typed_tensor<A> && float_tensor<B> && weight_element<
 
 template <weight_element Ta, int Ra, float_element Tb, int Rb>
     requires(Ra >= 1 && Rb >= 1)
-tensor<float, detail::max_rank(2, Rb)> mul_mat(tensor<Ta, Ra> a, tensor<Tb, Rb> b, bool prec_f32 = false) {
-    return tensor<float, detail::max_rank(2, Rb)>(detail::mul_mat(a.get(), b.get(), prec_f32));
+tensor<float, detail::max_rank(2, Rb)> mul_mat(tensor<Ta, Ra> a, tensor<Tb, Rb> b, precision prec = precision::default_) {
+    return tensor<float, detail::max_rank(2, Rb)>(detail::mul_mat(a.get(), b.get(), prec));
 }
 template <typed_tensor A, typed_tensor B>
     requires(!mul_mat_operands<A, B>)
-void mul_mat(A, B, bool = false) {
+void mul_mat(A, B, precision = precision::default_) {
     static_assert(detail::dependent_false<A, B>,
                   "tessera::graph::mul_mat: a (the weights) must hold f32, f16, bf16 or a quantization block type, "
                   "and b must hold f32, f16 or bf16");
 }
-inline any_tensor mul_mat(any_tensor a, any_tensor b, bool prec_f32 = false) {
-    return any_tensor(detail::mul_mat(a.get(), b.get(), prec_f32));
+inline any_tensor mul_mat(any_tensor a, any_tensor b, precision prec = precision::default_) {
+    return any_tensor(detail::mul_mat(a.get(), b.get(), prec));
 }
 
 template <weight_element Ta, int Ra, int Rb>
