@@ -48,15 +48,14 @@ namespace simd {
 // '1' or '0' per arch, in arch_id order (meson/archs.py writes it from the arch list).
 // In plain-include mode it is what this unit's compiler flags enable.
 constexpr bool compiled_in(arch_id a) noexcept {
-    const auto i = static_cast<std::size_t>(a);
     if (a == arch_id::scalar) return true;
 #if defined(TESSERA_MULTIARCH) && defined(TESSERA_UNITS)
     constexpr std::string_view units = TESSERA_UNITS;
-    return i < units.size() && units[i] == '1';
+    return static_cast<std::size_t>(a) < units.size() && units[static_cast<std::size_t>(a)] == '1';
 #elif defined(TESSERA_MULTIARCH)
     return false;  // inside a kernel unit: it dispatches nothing itself
 #else
-    return i < arch_count && enabled_by_flags[i];
+    return static_cast<std::size_t>(a) < arch_count && enabled_by_flags[static_cast<std::size_t>(a)];
 #endif
 }
 
