@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <vector>
 
@@ -60,6 +61,10 @@ TEST_CASE("fuzz property on every file of the shared data") {
         MESSAGE("SKIPPED: TESSERA_SHARED_DATA is not set or missing (../shared/data absent)");
         return;
     }
+    // Which files must pass is decided by what they are, not by counting them: the broken
+    // files of gguf-bad/ and every file that is not GGUF (the quantizer goldens) are
+    // rejected; every other GGUF file (llama.cpp's and tessera's models and
+    // vocabularies) is accepted.
     int accepted = 0, rejected = 0;
     for (const auto& e : std::filesystem::recursive_directory_iterator(*data)) {
         const auto ext = e.path().extension();
@@ -69,8 +74,11 @@ TEST_CASE("fuzz property on every file of the shared data") {
         const auto* p = reinterpret_cast<const std::uint8_t*>(f.data());
         bool ok = false;
         CHECK_NOTHROW(ok = gguf_fuzz::check_one(p, f.size()));
+        const bool magic = f.size() >= 4 && std::memcmp(p, "GGUF", 4) == 0;
+        const bool bad = e.path().parent_path().filename() == "gguf-bad";
+        CHECK(ok == (magic && !bad));
         (ok ? accepted : rejected)++;
     }
-    CHECK(accepted == 24);
-    CHECK(rejected == 14);
+    CHECK(accepted >= 24);  // the files of the data set this test was written on are still there
+    CHECK(rejected >= 14);
 }
