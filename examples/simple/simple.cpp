@@ -17,7 +17,7 @@ int main() {
         a.set(A);
         b.set(B);
         auto c = mul_mat(a, b);  // [M, N] = [4, 3]: c[m, n] = dot(a row m, b row n)
-        backend::cpu::executor(1).compute(build_forward(c));
+        tessera::backend::cpu::executor(1).compute(build_forward(c));
 
         std::vector<float> out(static_cast<std::size_t>(c.nelements()));
         c.get(out);
