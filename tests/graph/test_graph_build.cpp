@@ -7,6 +7,8 @@
 #include <fstream>
 #include <map>
 #include <cmath>
+#include <type_traits>
+#include <variant>
 #include <vector>
 
 #include "tessera/graph/all.hpp"
@@ -290,6 +292,34 @@ TEST_CASE("graph: docs/ops.md lists exactly the implemented ops") {
         REQUIRE(status.count(name) == 1);
         CHECK(status[name] == (backend::cpu::implements(op) ? "yes" : "no"));
     }
+}
+
+TEST_CASE("op tables: every CPU row is whole; op_traits agree with the CPU's view handling and the builders") {
+    for (std::size_t i = 0; i < op_count; ++i) {
+        const auto op = static_cast<op_kind>(i);
+        INFO(std::string(op_name(op)));
+        const auto& e = backend::cpu::op_table[i];
+        // a row names all three (support, scratch, compute) or none (not implemented)
+        CHECK((e.supports != nullptr) == (e.compute != nullptr));
+        CHECK((e.scratch != nullptr) == (e.compute != nullptr));
+        // the CPU treats exactly the leaf and the views as "no work"
+        CHECK(backend::cpu::is_noop(op) == (op == op_kind::none || op_is_view(op)));
+        // views never run in place (they have no bytes of their own)
+        CHECK_FALSE(op_is_view(op) && op_can_inplace(op));
+    }
+    CHECK(op_is_view(op_kind::permute));
+    CHECK(op_can_inplace(op_kind::rms_norm));
+    CHECK_FALSE(op_can_inplace(op_kind::mul_mat));
+    static_assert(std::is_same_v<op_param_t<op_kind::rope>, rope_params>);
+    static_assert(std::is_same_v<op_param_t<op_kind::add>, std::monostate>);
+    // a node cannot hold another op's parameters: the context refuses them by name
+    context ctx;
+    node* a = ctx.new_tensor(type_id::f32, {4, 1, 1, 1});
+    CHECK_THROWS_WITH_AS(ctx.new_op(a->lay, op_kind::scale, norm_params{1e-5f}, {a}),
+                         doctest::Contains("op scale: parameters of the wrong type"), tessera::error);
+    CHECK_THROWS_WITH_AS(ctx.new_view(a, a->lay, 0, op_kind::view, std::monostate{}, {a}),
+                         doctest::Contains("op view: parameters of the wrong type"), tessera::error);
+    CHECK_NOTHROW(ctx.new_op(a->lay, op_kind::scale, make_params<op_kind::scale>(2.f, 0.f), {a}));
 }
 
 TEST_CASE("allocate: the memory planner reuses memory and runs ops in place (op_traits); plan_linear keeps every tensor") {

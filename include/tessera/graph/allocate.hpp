@@ -73,8 +73,8 @@ inline std::uint64_t layout_key(const layout& l) noexcept {
 // planned tensor's position). srcs are t's sources as they will be read (a scheduler
 // may redirect some to copies). A view of a planned root is a view in the plan; memory
 // that exists already is external; a leaf without memory is an input (placed first,
-// never reused); output-flagged tensors are never reused; ops that op_traits lets run
-// in place may take over a source that dies at them.
+// never reused); output-flagged tensors are never reused and never run in place; other
+// ops that op_traits lets run in place may take over a source that dies at them.
 inline memory::tensor_desc describe(const node& t, int self, const std::unordered_map<const node*, int>& index,
                                     std::span<node* const> srcs) {
     memory::tensor_desc d;
@@ -93,7 +93,9 @@ inline memory::tensor_desc describe(const node& t, int self, const std::unordere
         d.flags = memory::tensor_flags::input;
     }
     if (t.flags & flag_output) d.flags = d.flags | memory::tensor_flags::output;
-    d.can_inplace = !t.is_view() && op_can_inplace(t.op);
+    // an output gets memory of its own: what it holds after a compute (or a stopped
+    // one) is never a source's bytes
+    d.can_inplace = !t.is_view() && op_can_inplace(t.op) && !(t.flags & flag_output);
     d.layout = layout_key(t.lay);
     for (const node* s : srcs) {
         if (!s) continue;
