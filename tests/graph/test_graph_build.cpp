@@ -305,7 +305,7 @@ TEST_CASE("op tables: every CPU row is whole; op_traits agree with the CPU's vie
         // the CPU treats exactly the leaf and the views as "no work"
         CHECK(backend::cpu::is_noop(op) == (op == op_kind::none || op_is_view(op)));
         // views never run in place (they have no bytes of their own)
-        CHECK_FALSE(op_is_view(op) && op_can_inplace(op));
+        CHECK_FALSE((op_is_view(op) && op_can_inplace(op)));
     }
     CHECK(op_is_view(op_kind::permute));
     CHECK(op_can_inplace(op_kind::rms_norm));
