@@ -57,11 +57,9 @@ inline allocation_plan plan_linear(const cgraph& g, std::size_t alignment = 64) 
 // Equal for equal (type, ne, nb): the planner runs an op in place only over a source
 // whose layout key equals the result's.
 inline std::uint64_t layout_key(const layout& l) noexcept {
-    std::uint64_t h = 1469598103934665603ull;  // FNV-1a over the layout's fields
-    const auto mix = [&h](std::uint64_t v) {
-        for (int i = 0; i < 8; ++i, v >>= 8) h = (h ^ (v & 0xff)) * 1099511628211ull;
-    };
-    mix(static_cast<std::uint64_t>(l.type));
+    // a word at a time (this runs for every tensor of every planned graph)
+    std::uint64_t h = 0x9e3779b97f4a7c15ull ^ static_cast<std::uint64_t>(l.type);
+    const auto mix = [&h](std::uint64_t v) { h = (h ^ v) * 0xff51afd7ed558ccdull; h ^= h >> 32; };
     for (std::size_t i = 0; i < l.ne.size(); ++i) {
         mix(static_cast<std::uint64_t>(l.ne[i]));
         mix(static_cast<std::uint64_t>(l.nb[i]));
