@@ -10,20 +10,23 @@ usage: check_odr.py BINARY UNIT_LIB...
 2. In the linked BINARY, no function outside the arch-tagged instantiations may
    contain a VEX/EVEX instruction, a YMM/ZMM/mask register, or an SSE4 instruction.
 """
+import importlib.util
 import os
 import re
 import subprocess
 import sys
 
 def wide_tags():
-    """arch -> the strings that tag its symbols, from the arch list in simd/arch.hpp."""
-    hpp = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "include", "tessera", "simd", "arch.hpp")
-    text = open(hpp, encoding="utf-8").read()
-    block = re.search(r"#define TESSERA_ARCH_LIST\(X, C\)(.*?)\n\n", text, re.S).group(1)
+    """arch -> the strings that tag its symbols, from the arch list in simd/arch.hpp, read by
+    the same parser the build uses (meson/archs.py)."""
+    root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+    spec = importlib.util.spec_from_file_location("tessera_archs", os.path.join(root, "meson", "archs.py"))
+    archs = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(archs)
     tags = {}
-    for m in re.finditer(r"X\(C,\s*(\w+),\s*\w+,\s*([^,]+),", block):
-        inner = re.findall(r"xsimd::\w+", m.group(2))[-1]  # xsimd::fma3<xsimd::avx2> -> xsimd::avx2
-        tags[m.group(1)] = ["simd::" + m.group(1), inner]
+    for name, _, _, xsimd_arch in archs.archs(os.path.join(root, "include", "tessera", "simd", "arch.hpp")):
+        if xsimd_arch:  # xsimd::fma3<xsimd::avx2> -> xsimd::avx2
+            tags[name] = ["simd::" + name, re.findall(r"xsimd::\w+", xsimd_arch)[-1]]
     return tags
 
 

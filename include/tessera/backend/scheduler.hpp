@@ -49,7 +49,7 @@
 #include "tessera/graph/context.hpp"
 #include "tessera/graph/allocate.hpp"
 #include "tessera/graph/graph.hpp"
-#include "tessera/graph/op_traits.hpp"
+#include "tessera/graph/op_traits.hpp"  // op_is_view
 #include "tessera/memory/planner.hpp"
 
 TESSERA_BEGIN_NAMESPACE
@@ -310,7 +310,7 @@ private:
             if (!t->is_view() && in_compute_buffer(*t)) graph::context::bind(*t, nullptr);
     }
     // The buffer type holding t's memory: its buffer's, host memory of no buffer counts as
-    // the CPU buffer type, and memory still to be planned is that of its root's backend.
+    // host_buft_, and memory still to be planned is that of its root's backend.
     any_buffer_type location(const node& t) const {
         if (t.bytes()) {
             const any_buffer b = buffer_of(t);
@@ -491,22 +491,20 @@ private:
         for (std::size_t i = 0; i < order.size(); ++i) {
             node* t = order[i];
             memory::tensor_desc& d = descs[i];
-            d.size = t->lay.nbytes();
-            d.buffer_id = buf_id_[static_cast<std::size_t>(std::max(0, assigned(t)))];
             if (copy_src_.count(t)) {  // a copy: written when its split starts, keeps its source alive
+                d.size = t->lay.nbytes();
                 if (n_copies_ > 1) d.flags = memory::tensor_flags::input;  // pipelining: never reused
                 d.n_srcs = 1;
                 const auto it = index.find(copy_src_[t]);
                 d.srcs[0] = it != index.end() ? it->second : -1;
                 if (d.srcs[0] < 0 || d.srcs[0] >= static_cast<int>(i)) d.n_srcs = 0;
-                continue;
+            } else {  // what the graph layer describes, read through the redirected sources
+                std::array<node*, graph::max_src> srcs = t->src;
+                if (auto it = redirected.find(t); it != redirected.end())
+                    for (const auto& [slot, c] : it->second) srcs[slot] = c;
+                d = graph::describe(*t, static_cast<int>(i), index, srcs);
             }
-            std::array<node*, graph::max_src> srcs = t->src;
-            if (auto it = redirected.find(t); it != redirected.end())
-                for (const auto& [slot, c] : it->second) srcs[slot] = c;
-            const int buffer_id = d.buffer_id;
-            d = graph::describe(*t, static_cast<int>(i), index, srcs);
-            d.buffer_id = buffer_id;
+            d.buffer_id = buf_id_[static_cast<std::size_t>(std::max(0, assigned(t)))];
         }
         std::vector<std::size_t> aligns;
         for (const auto& bt : buf_types_) aligns.push_back(bt.alignment());
