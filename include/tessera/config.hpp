@@ -23,3 +23,9 @@
 #define TESSERA_ALWAYS_INLINE inline
 #define TESSERA_RESTRICT
 #endif
+
+// The CPU family this unit is compiled for. ISA-specific kernel files (kernels/x86/)
+// compile to nothing elsewhere.
+#if defined(__x86_64__) || defined(__i386__)
+#define TESSERA_X86 1
+#endif

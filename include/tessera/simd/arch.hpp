@@ -14,6 +14,7 @@
 #include <optional>
 #include <string_view>
 #include <tuple>
+#include <type_traits>
 #include <utility>
 
 #include <xsimd/xsimd.hpp>
@@ -97,6 +98,10 @@ using tag_of = std::tuple_element_t<static_cast<std::size_t>(A), arch_tags>;
 // The last parameter of a kernel body: binds to the nearest base of the caller's tag.
 template <class Tag>
 using requires_arch = const Tag&;
+
+// Whether arch A is B or a level above it (for `if constexpr` inside one ISA's body).
+template <class A, class B>
+inline constexpr bool at_least = std::is_base_of_v<B, A>;
 
 template <class A>
 concept arch_tag = std::derived_from<A, scalar> && requires { A::id; A::name; };

@@ -7,9 +7,8 @@
 #include "tessera/config.hpp"
 #include "tessera/simd/arch.hpp"
 
-#if defined(__x86_64__) || defined(__i386__)
+#if defined(TESSERA_X86)
 #include <cpuid.h>
-#define TESSERA_X86 1
 #endif
 
 TESSERA_BEGIN_NAMESPACE

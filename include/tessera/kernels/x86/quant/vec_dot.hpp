@@ -1,0 +1,630 @@
+// x86 bodies of the quantized dot products of kernels/quant/vec_dot.hpp: AVX2 for
+// q8_0, q4_0, q4_K, q6_K and the f16/bf16 rows; AVX-512 BW (VNNI through dpbusd512 /
+// dpwssd512) for every block type with a SIMD body; and the four-row q4_0 matrix x
+// vector. Each returns what the scalar body there returns, within the bounds of
+// tests/simd. Part of kernels/quant/vec_dot.hpp, which includes it after the scalar
+// bodies.
+#pragma once
+
+#include "tessera/config.hpp"
+
+#if defined(TESSERA_X86)
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include <immintrin.h>
+
+#include "tessera/core/f16.hpp"
+#include "tessera/kernels/quant/common.hpp"
+#include "tessera/quant/blocks.hpp"
+#include "tessera/simd/arch.hpp"
+
+TESSERA_BEGIN_NAMESPACE
+namespace kernels {
+namespace qdetail {
+
+namespace q = ::tessera::quant;
+
+// ---- AVX2 ------------------------------------------------------------------------------------
+template <class A>
+float vdot(std::int64_t n, const q::block_q8_0* x, const q::block_q8_0* y, simd::requires_arch<simd::avx2>) {
+    __m256 acc = _mm256_setzero_ps();
+    for (std::int64_t i = 0; i < n / 32; ++i) {
+        const __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[i].qs));
+        const __m256i yv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[i].qs));
+        const __m256i p = dpbusd256<A>(_mm256_setzero_si256(), _mm256_sign_epi8(xv, xv), _mm256_sign_epi8(yv, xv));
+        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(h2f<A>(x[i].d) * h2f<A>(y[i].d)), acc);
+    }
+    return hsum256<A>(acc);
+}
+template <class A>
+float vdot(std::int64_t n, const q::block_q4_0* x, const q::block_q8_0* y, simd::requires_arch<simd::avx2>) {
+    __m256 acc = _mm256_setzero_ps();
+    const __m256i m4 = _mm256_set1_epi8(0x0F), k8 = _mm256_set1_epi8(8), ones = _mm256_set1_epi16(1);
+    for (std::int64_t i = 0; i < n / 32; ++i) {
+        const __m128i qv = _mm_loadu_si128(reinterpret_cast<const __m128i*>(x[i].qs));
+        const __m256i xv = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(qv, 4), qv), m4);
+        const __m256i yv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[i].qs));
+        const __m256i p16 = _mm256_sub_epi16(_mm256_maddubs_epi16(xv, yv), _mm256_maddubs_epi16(k8, yv));
+        const __m256i p = _mm256_madd_epi16(p16, ones);
+        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(h2f<A>(x[i].d) * h2f<A>(y[i].d)), acc);
+    }
+    return hsum256<A>(acc);
+}
+template <class A>
+float vdot_f16(std::int64_t n, const f16* x, const f16* y, simd::requires_arch<simd::avx2>) {
+    __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps(), a2 = _mm256_setzero_ps(), a3 = _mm256_setzero_ps();
+    std::int64_t i = 0;
+    auto ld = [](const f16* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); };
+    for (; i + 32 <= n; i += 32) {
+        a0 = _mm256_fmadd_ps(ld(x + i), ld(y + i), a0);
+        a1 = _mm256_fmadd_ps(ld(x + i + 8), ld(y + i + 8), a1);
+        a2 = _mm256_fmadd_ps(ld(x + i + 16), ld(y + i + 16), a2);
+        a3 = _mm256_fmadd_ps(ld(x + i + 24), ld(y + i + 24), a3);
+    }
+    for (; i + 8 <= n; i += 8) a0 = _mm256_fmadd_ps(ld(x + i), ld(y + i), a0);
+    float s = hsum256<A>(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
+    for (; i < n; ++i) s += h2f<A>(x[i]) * h2f<A>(y[i]);
+    return s;
+}
+template <class A>
+float vdot_bf16(std::int64_t n, const bf16* x, const bf16* y, simd::requires_arch<simd::avx2>) {
+    __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
+    std::int64_t i = 0;
+    auto ld = [](const bf16* p) {
+        return _mm256_castsi256_ps(
+            _mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))), 16));
+    };
+    for (; i + 16 <= n; i += 16) {
+        a0 = _mm256_fmadd_ps(ld(x + i), ld(y + i), a0);
+        a1 = _mm256_fmadd_ps(ld(x + i + 8), ld(y + i + 8), a1);
+    }
+    for (; i + 8 <= n; i += 8) a0 = _mm256_fmadd_ps(ld(x + i), ld(y + i), a0);
+    float s = hsum256<A>(_mm256_add_ps(a0, a1));
+    for (; i < n; ++i) s += bf2f<A>(x[i]) * bf2f<A>(y[i]);
+    return s;
+}
+
+// ---- AVX-512 (BW, and VNNI through dpbusd512 / dpwssd512) ----------------------------------
+// Per-block scale products d_x * d_y of four consecutive 32-element blocks, spread
+// over two vectors: lanes 0-7 block 0, 8-15 block 1 (s01), then blocks 2, 3 (s23).
+template <class A, class BX, class BY>
+TESSERA_ALWAYS_INLINE void scales4(const BX* x, const BY* y, __m512& s01, __m512& s23) {
+    const __m128 s = _mm_mul_ps(h2f_x4<A>(x[0].d.bits, x[1].d.bits, x[2].d.bits, x[3].d.bits),
+                                h2f_x4<A>(y[0].d.bits, y[1].d.bits, y[2].d.bits, y[3].d.bits));
+    const __m512 w = _mm512_castps128_ps512(s);
+    s01 = _mm512_permutexvar_ps(_mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1), w);
+    s23 = _mm512_permutexvar_ps(_mm512_setr_epi32(2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3), w);
+}
+template <class A>
+TESSERA_ALWAYS_INLINE __m512i load_2x256(const void* a, const void* b) {
+    return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256(static_cast<const __m256i*>(a))),
+                              _mm256_loadu_si256(static_cast<const __m256i*>(b)), 1);
+}
+// Signed x signed bytes through the unsigned x signed instruction: |x| times y with x's sign.
+template <class A>
+TESSERA_ALWAYS_INLINE __m512i dot_s8s8_512(__m512i x, __m512i y) {
+    const __m512i sy = _mm512_mask_sub_epi8(y, _mm512_movepi8_mask(x), _mm512_setzero_si512(), y);
+    return dpbusd512<A>(_mm512_setzero_si512(), _mm512_abs_epi8(x), sy);
+}
+
+template <class A>
+float vdot(std::int64_t n, const q::block_q8_0* x, const q::block_q8_0* y, simd::requires_arch<simd::avx512bw>) {
+    const std::int64_t nb = n / 32;
+    __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
+    std::int64_t i = 0;
+    for (; i + 4 <= nb; i += 4) {
+        __m512 s01, s23;
+        scales4<A>(x + i, y + i, s01, s23);
+        const __m512i p0 = dot_s8s8_512<A>(load_2x256<A>(x[i].qs, x[i + 1].qs), load_2x256<A>(y[i].qs, y[i + 1].qs));
+        const __m512i p1 = dot_s8s8_512<A>(load_2x256<A>(x[i + 2].qs, x[i + 3].qs), load_2x256<A>(y[i + 2].qs, y[i + 3].qs));
+        acc0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p0), s01, acc0);
+        acc1 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p1), s23, acc1);
+    }
+    float s = hsum512<A>(_mm512_add_ps(acc0, acc1));
+    if (i < nb) s += vdot<A>((nb - i) * 32, x + i, y + i, simd::avx2{});
+    return s;
+}
+
+// Nibbles of two 16-byte groups (q4_0 order) as bytes: [a low, a high, b low, b high],
+// i.e. the 64 elements of two 32-element blocks in order.
+template <class A>
+TESSERA_ALWAYS_INLINE __m512i nibbles_pair(const std::uint8_t* a, const std::uint8_t* b16) {
+    const __m512i b = _mm512_mask_broadcast_i32x4(
+        bcast128<A>(_mm_loadu_si128(reinterpret_cast<const __m128i*>(a))), 0xFF00,
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(b16)));
+    const __m512i cnt = _mm512_setr_epi64(0, 0, 0x0004000400040004, 0x0004000400040004, 0, 0, 0x0004000400040004,
+                                          0x0004000400040004);
+    return _mm512_and_si512(_mm512_srlv_epi16(b, cnt), _mm512_set1_epi8(0x0F));
+}
+template <class A, class B>
+TESSERA_ALWAYS_INLINE __m512i q4_0_pair(const B* x) {
+    return nibbles_pair<A>(x[0].qs, x[1].qs);
+}
+template <class A>
+float vdot(std::int64_t n, const q::block_q4_0* x, const q::block_q8_0* y, simd::requires_arch<simd::avx512bw>) {
+    const std::int64_t nb = n / 32;
+    __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
+    const __m512i k8 = _mm512_set1_epi8(8), z = _mm512_setzero_si512();
+    std::int64_t i = 0;
+    for (; i + 4 <= nb; i += 4) {
+        __m512 s01, s23;
+        scales4<A>(x + i, y + i, s01, s23);
+        const __m512i y0 = load_2x256<A>(y[i].qs, y[i + 1].qs), y1 = load_2x256<A>(y[i + 2].qs, y[i + 3].qs);
+        const __m512i p0 = _mm512_sub_epi32(dpbusd512<A>(z, q4_0_pair<A>(x + i), y0), dpbusd512<A>(z, k8, y0));
+        const __m512i p1 = _mm512_sub_epi32(dpbusd512<A>(z, q4_0_pair<A>(x + i + 2), y1), dpbusd512<A>(z, k8, y1));
+        acc0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p0), s01, acc0);
+        acc1 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p1), s23, acc1);
+    }
+    float s = hsum512<A>(_mm512_add_ps(acc0, acc1));
+    if (i < nb) s += vdot<A>((nb - i) * 32, x + i, y + i, simd::avx2{});
+    return s;
+}
+
+// The eight 6-bit scales (bytes 0-7) and mins (bytes 8-15) of a q4_K/q5_K block.
+template <class A>
+TESSERA_ALWAYS_INLINE __m128i k4_scales_mins(const std::uint8_t* s) {
+    std::uint32_t u[4];
+    std::memcpy(u, s, 12);
+    constexpr std::uint32_t k1 = 0x3f3f3f3fu, k2 = 0x0f0f0f0fu, k3 = 0x03030303u;
+    u[3] = ((u[2] >> 4) & k2) | (((u[1] >> 6) & k3) << 4);
+    const std::uint32_t mins_lo = u[1] & k1;
+    u[1] = (u[2] & k2) | (((u[0] >> 6) & k3) << 4);
+    u[2] = mins_lo;
+    u[0] &= k1;
+    return _mm_loadu_si128(reinterpret_cast<const __m128i*>(u));
+}
+template <class A>
+float vdot(std::int64_t n, const q::block_q4_K* x, const q::block_q8_K* y, simd::requires_arch<simd::avx512bw>) {
+    __m512 acc = _mm512_setzero_ps();
+    __m256 accm = _mm256_setzero_ps();
+    const __m512i m4 = _mm512_set1_epi8(0x0F);
+    const __m512i cnt = _mm512_setr_epi64(0, 0, 0, 0, 0x0004000400040004, 0x0004000400040004, 0x0004000400040004,
+                                          0x0004000400040004);
+    for (std::int64_t i = 0; i < n / q::qk_k; ++i) {
+        const __m128i sm = k4_scales_mins<A>(x[i].scales);
+        const __m512i sc16 = _mm512_castsi128_si512(_mm_cvtepu8_epi16(sm));  // scales as i16 lanes 0..7
+        const __m256i mn32 = _mm256_cvtepu8_epi32(_mm_srli_si128(sm, 8));
+        const __m256i mn16 = _mm256_or_si256(mn32, _mm256_slli_epi32(mn32, 16));  // each min twice
+        const __m256i bs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[i].bsums));
+        const __m256i summ = _mm256_madd_epi16(bs, mn16);
+        __m512i sumi = _mm512_setzero_si512();
+        for (int j = 0; j < 4; ++j) {
+            const __m512i qv = _mm512_and_si512(
+                _mm512_srlv_epi16(bcast256<A>(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[i].qs + 32 * j))),
+                                  cnt),
+                m4);
+            const __m512i yv = _mm512_loadu_si512(y[i].qs + 64 * j);
+            const __m512i p = _mm512_maddubs_epi16(qv, yv);
+            const __m512i idx = _mm512_inserti64x4(_mm512_set1_epi16(static_cast<short>(2 * j)),
+                                                   _mm256_set1_epi16(static_cast<short>(2 * j + 1)), 1);
+            sumi = dpwssd512<A>(sumi, p, _mm512_permutexvar_epi16(idx, sc16));
+        }
+        const float dy = y[i].d;
+        acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sumi), _mm512_set1_ps(dy * h2f<A>(x[i].d)), acc);
+        accm = _mm256_fmadd_ps(_mm256_cvtepi32_ps(summ), _mm256_set1_ps(dy * h2f<A>(x[i].dmin)), accm);
+    }
+    return hsum512<A>(acc) - hsum256<A>(accm);
+}
+
+template <class A>
+float vdot(std::int64_t n, const q::block_q6_K* x, const q::block_q8_K* y, simd::requires_arch<simd::avx512bw>) {
+    __m512 acc = _mm512_setzero_ps();
+    const __m512i m4 = _mm512_set1_epi8(0x0F), m30 = _mm512_set1_epi8(0x30);
+    const __m512i shl = _mm512_setr_epi64(0x0004000400040004, 0x0004000400040004, 0x0004000400040004,
+                                          0x0004000400040004, 0x0002000200020002, 0x0002000200020002,
+                                          0x0002000200020002, 0x0002000200020002);
+    const __m512i shr = _mm512_setr_epi64(0, 0, 0, 0, 0x0002000200020002, 0x0002000200020002, 0x0002000200020002,
+                                          0x0002000200020002);
+    for (std::int64_t i = 0; i < n / q::qk_k; ++i) {
+        const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x[i].scales)));
+        const __m512i scw = _mm512_castsi256_si512(sc16);
+        const __m256i bs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[i].bsums));
+        const __m256i corr = _mm256_madd_epi16(bs, sc16);  // sum of scale * bsum, 8 lanes
+        __m512i sumi = _mm512_setzero_si512();
+        for (int h = 0; h < 2; ++h) {
+            const __m512i l = _mm512_loadu_si512(x[i].ql + 64 * h);
+            const __m512i hh = bcast256<A>(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[i].qh + 32 * h)));
+            const __m512i qa = _mm512_or_si512(_mm512_and_si512(l, m4), _mm512_and_si512(_mm512_sllv_epi16(hh, shl), m30));
+            const __m512i qb = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l, 4), m4),
+                                               _mm512_and_si512(_mm512_srlv_epi16(hh, shr), m30));
+            const __m512i pa = _mm512_maddubs_epi16(qa, _mm512_loadu_si512(y[i].qs + 128 * h));
+            const __m512i pb = _mm512_maddubs_epi16(qb, _mm512_loadu_si512(y[i].qs + 128 * h + 64));
+            const short b = static_cast<short>(8 * h);
+            const __m512i ia = _mm512_setr_epi64(0x0001000100010001LL * b, 0x0001000100010001LL * b,
+                                                 0x0001000100010001LL * (b + 1), 0x0001000100010001LL * (b + 1),
+                                                 0x0001000100010001LL * (b + 2), 0x0001000100010001LL * (b + 2),
+                                                 0x0001000100010001LL * (b + 3), 0x0001000100010001LL * (b + 3));
+            const __m512i ib = _mm512_add_epi16(ia, _mm512_set1_epi16(4));
+            sumi = dpwssd512<A>(sumi, pa, _mm512_permutexvar_epi16(ia, scw));
+            sumi = dpwssd512<A>(sumi, pb, _mm512_permutexvar_epi16(ib, scw));
+        }
+        sumi = _mm512_sub_epi32(sumi, _mm512_slli_epi32(_mm512_zextsi256_si512(corr), 5));
+        acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sumi), _mm512_set1_ps(y[i].d * h2f<A>(x[i].d)), acc);
+    }
+    return hsum512<A>(acc);
+}
+
+// (f16 has no 512-bit body: vcvtph2ps on zmm is slower here than two on ymm, so the
+// AVX2 body serves the AVX-512 levels too.)
+template <class A>
+float vdot_bf16(std::int64_t n, const bf16* x, const bf16* y, simd::requires_arch<simd::avx512bw>) {
+    __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps(), a2 = _mm512_setzero_ps(), a3 = _mm512_setzero_ps();
+    std::int64_t i = 0;
+    auto ld = [](const bf16* p) {
+        return _mm512_castsi512_ps(
+            _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))), 16));
+    };
+    for (; i + 64 <= n; i += 64) {
+        a0 = _mm512_fmadd_ps(ld(x + i), ld(y + i), a0);
+        a1 = _mm512_fmadd_ps(ld(x + i + 16), ld(y + i + 16), a1);
+        a2 = _mm512_fmadd_ps(ld(x + i + 32), ld(y + i + 32), a2);
+        a3 = _mm512_fmadd_ps(ld(x + i + 48), ld(y + i + 48), a3);
+    }
+    for (; i + 16 <= n; i += 16) a0 = _mm512_fmadd_ps(ld(x + i), ld(y + i), a0);
+    float s = hsum512<A>(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)));
+    for (; i < n; ++i) s += bf2f<A>(x[i]) * bf2f<A>(y[i]);
+    return s;
+}
+
+
+// ---- more 32-element types on AVX-512 ------------------------------------------------------
+template <class A>
+TESSERA_ALWAYS_INLINE float hsum128(__m128 v) noexcept {
+    v = _mm_add_ps(v, _mm_movehl_ps(v, v));
+    v = _mm_add_ss(v, _mm_movehdup_ps(v));
+    return _mm_cvtss_f32(v);
+}
+// q4_1 / q5_1: d_x d_y sum(q y) + m_x s_y per block, q unsigned.
+template <class A, class B>
+float vdot_q41_51(std::int64_t n, const B* x, const q::block_q8_1* y) {
+    const std::int64_t nb = n / 32;
+    __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
+    __m128 accm = _mm_setzero_ps();
+    const __m512i z = _mm512_setzero_si512(), k16 = _mm512_set1_epi8(0x10);
+    std::int64_t i = 0;
+    for (; i + 4 <= nb; i += 4) {
+        __m512 s01, s23;
+        scales4<A>(x + i, y + i, s01, s23);
+        accm = _mm_fmadd_ps(h2f_x4<A>(x[i].m.bits, x[i + 1].m.bits, x[i + 2].m.bits, x[i + 3].m.bits),
+                            h2f_x4<A>(y[i].s.bits, y[i + 1].s.bits, y[i + 2].s.bits, y[i + 3].s.bits), accm);
+        __m512i q0 = q4_0_pair<A>(x + i), q1 = q4_0_pair<A>(x + i + 2);
+        if constexpr (std::is_same_v<B, q::block_q5_1>) {
+            std::uint32_t h[4];
+            for (int k = 0; k < 4; ++k) std::memcpy(&h[k], x[i + k].qh, 4);
+            q0 = _mm512_mask_add_epi8(q0, static_cast<__mmask64>(h[0]) | (static_cast<__mmask64>(h[1]) << 32), q0, k16);
+            q1 = _mm512_mask_add_epi8(q1, static_cast<__mmask64>(h[2]) | (static_cast<__mmask64>(h[3]) << 32), q1, k16);
+        }
+        const __m512i p0 = dpbusd512<A>(z, q0, load_2x256<A>(y[i].qs, y[i + 1].qs));
+        const __m512i p1 = dpbusd512<A>(z, q1, load_2x256<A>(y[i + 2].qs, y[i + 3].qs));
+        acc0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p0), s01, acc0);
+        acc1 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p1), s23, acc1);
+    }
+    float s = hsum512<A>(_mm512_add_ps(acc0, acc1)) + hsum128<A>(accm);
+    if (i < nb) s += vdot<A>((nb - i) * 32, x + i, y + i, simd::scalar{});
+    return s;
+}
+template <class A>
+float vdot(std::int64_t n, const q::block_q4_1* x, const q::block_q8_1* y, simd::requires_arch<simd::avx512bw>) {
+    return vdot_q41_51<A>(n, x, y);
+}
+template <class A>
+float vdot(std::int64_t n, const q::block_q5_1* x, const q::block_q8_1* y, simd::requires_arch<simd::avx512bw>) {
+    return vdot_q41_51<A>(n, x, y);
+}
+template <class A>
+float vdot(std::int64_t n, const q::block_q5_0* x, const q::block_q8_0* y, simd::requires_arch<simd::avx512bw>) {
+    const std::int64_t nb = n / 32;
+    __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
+    const __m512i z = _mm512_setzero_si512(), k16 = _mm512_set1_epi8(0x10);
+    std::int64_t i = 0;
+    for (; i + 4 <= nb; i += 4) {
+        __m512 s01, s23;
+        scales4<A>(x + i, y + i, s01, s23);
+        std::uint32_t h[4];
+        for (int k = 0; k < 4; ++k) std::memcpy(&h[k], x[i + k].qh, 4);
+        __m512i q0 = q4_0_pair<A>(x + i), q1 = q4_0_pair<A>(x + i + 2);
+        q0 = _mm512_mask_add_epi8(q0, static_cast<__mmask64>(h[0]) | (static_cast<__mmask64>(h[1]) << 32), q0, k16);
+        q1 = _mm512_mask_add_epi8(q1, static_cast<__mmask64>(h[2]) | (static_cast<__mmask64>(h[3]) << 32), q1, k16);
+        const __m512i y0 = load_2x256<A>(y[i].qs, y[i + 1].qs), y1 = load_2x256<A>(y[i + 2].qs, y[i + 3].qs);
+        const __m512i p0 = dpbusd512<A>(_mm512_sub_epi32(z, dpbusd512<A>(z, k16, y0)), q0, y0);
+        const __m512i p1 = dpbusd512<A>(_mm512_sub_epi32(z, dpbusd512<A>(z, k16, y1)), q1, y1);
+        acc0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p0), s01, acc0);
+        acc1 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p1), s23, acc1);
+    }
+    float s = hsum512<A>(_mm512_add_ps(acc0, acc1));
+    if (i < nb) s += vdot<A>((nb - i) * 32, x + i, y + i, simd::scalar{});
+    return s;
+}
+// iq4_nl / mxfp4: nibbles index a signed table (vpshufb), then a signed x signed dot.
+template <class A, class B>
+float vdot_lut(std::int64_t n, const B* x, const q::block_q8_0* y) {
+    const std::int64_t nb = n / 32;
+    const std::int8_t* t = std::is_same_v<B, q::block_iq4_nl> ? tables<A>::iq4nl : tables<A>::mxfp4;
+    const __m512i lut = bcast128<A>(_mm_loadu_si128(reinterpret_cast<const __m128i*>(t)));
+    __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
+    std::int64_t i = 0;
+    for (; i + 4 <= nb; i += 4) {
+        __m512 s01, s23;
+        if constexpr (std::is_same_v<B, q::block_mxfp4>) {
+            const __m128 xs = _mm_setr_ps(e8m0_half<A>(x[i].e), e8m0_half<A>(x[i + 1].e), e8m0_half<A>(x[i + 2].e),
+                                          e8m0_half<A>(x[i + 3].e));
+            const __m512 w = _mm512_castps128_ps512(
+                _mm_mul_ps(h2f_x4<A>(y[i].d.bits, y[i + 1].d.bits, y[i + 2].d.bits, y[i + 3].d.bits), xs));
+            s01 = _mm512_permutexvar_ps(_mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1), w);
+            s23 = _mm512_permutexvar_ps(_mm512_setr_epi32(2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3), w);
+        } else {
+            scales4<A>(x + i, y + i, s01, s23);
+        }
+        const __m512i v0 = _mm512_shuffle_epi8(lut, q4_0_pair<A>(x + i));
+        const __m512i v1 = _mm512_shuffle_epi8(lut, q4_0_pair<A>(x + i + 2));
+        const __m512i p0 = dot_s8s8_512<A>(v0, load_2x256<A>(y[i].qs, y[i + 1].qs));
+        const __m512i p1 = dot_s8s8_512<A>(v1, load_2x256<A>(y[i + 2].qs, y[i + 3].qs));
+        acc0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p0), s01, acc0);
+        acc1 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p1), s23, acc1);
+    }
+    float s = hsum512<A>(_mm512_add_ps(acc0, acc1));
+    if (i < nb) s += vdot<A>((nb - i) * 32, x + i, y + i, simd::scalar{});
+    return s;
+}
+template <class A>
+float vdot(std::int64_t n, const q::block_iq4_nl* x, const q::block_q8_0* y, simd::requires_arch<simd::avx512bw>) {
+    return vdot_lut<A>(n, x, y);
+}
+template <class A>
+float vdot(std::int64_t n, const q::block_mxfp4* x, const q::block_q8_0* y, simd::requires_arch<simd::avx512bw>) {
+    return vdot_lut<A>(n, x, y);
+}
+
+// ---- more K-quants on AVX-512 -----------------------------------------------------------------
+// i16 scale vector with one scale per 128-bit lane: scales[b], scales[b+1], scales[b+2], scales[b+3]
+// taken from the 16 i16 lanes of sc (low 256 bits).
+template <class A>
+TESSERA_ALWAYS_INLINE __m512i scale_per_lane(__m512i sc, short b) {
+    const long long w = 0x0001000100010001LL;
+    const __m512i idx = _mm512_setr_epi64(w * b, w * b, w * (b + 1), w * (b + 1), w * (b + 2), w * (b + 2), w * (b + 3),
+                                          w * (b + 3));
+    return _mm512_permutexvar_epi16(idx, sc);
+}
+// Two 2-bit fields of the 32 bytes at p as bytes 0..31 (shift s0) and 32..63 (shift s1).
+template <class A>
+TESSERA_ALWAYS_INLINE __m512i crumbs_pair(const std::uint8_t* p, int s0) {
+    const __m512i b = bcast256<A>(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+    const __m512i cnt = _mm512_inserti64x4(_mm512_set1_epi16(static_cast<short>(s0)), _mm256_set1_epi16(static_cast<short>(s0 + 2)), 1);
+    return _mm512_and_si512(_mm512_srlv_epi16(b, cnt), _mm512_set1_epi8(3));
+}
+template <class A>
+float vdot(std::int64_t n, const q::block_q2_K* x, const q::block_q8_K* y, simd::requires_arch<simd::avx512bw>) {
+    __m512 acc = _mm512_setzero_ps();
+    __m256 accm = _mm256_setzero_ps();
+    for (std::int64_t i = 0; i < n / q::qk_k; ++i) {
+        const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(x[i].scales));
+        const __m256i sc16 = _mm256_cvtepu8_epi16(_mm_and_si128(raw, _mm_set1_epi8(0x0F)));
+        const __m256i mn16 = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(raw, 4), _mm_set1_epi8(0x0F)));
+        const __m256i bs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[i].bsums));
+        const __m256i summ = _mm256_madd_epi16(bs, mn16);
+        const __m512i scw = _mm512_castsi256_si512(sc16);
+        __m512i sumi = _mm512_setzero_si512();
+        for (int h = 0; h < 2; ++h)
+            for (int sp = 0; sp < 4; sp += 2) {
+                const __m512i qv = crumbs_pair<A>(x[i].qs + 32 * h, 2 * sp);
+                const __m512i p = _mm512_maddubs_epi16(qv, _mm512_loadu_si512(y[i].qs + 128 * h + 32 * sp));
+                sumi = dpwssd512<A>(sumi, p, scale_per_lane<A>(scw, static_cast<short>(8 * h + 2 * sp)));
+            }
+        acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sumi), _mm512_set1_ps(y[i].d * h2f<A>(x[i].d)), acc);
+        accm = _mm256_fmadd_ps(_mm256_cvtepi32_ps(summ), _mm256_set1_ps(y[i].d * h2f<A>(x[i].dmin)), accm);
+    }
+    return hsum512<A>(acc) - hsum256<A>(accm);
+}
+template <class A>
+float vdot(std::int64_t n, const q::block_q3_K* x, const q::block_q8_K* y, simd::requires_arch<simd::avx512bw>) {
+    __m512 acc = _mm512_setzero_ps();
+    const __m512i k4 = _mm512_set1_epi8(4);
+    for (std::int64_t i = 0; i < n / q::qk_k; ++i) {
+        alignas(16) std::int8_t sc8[16];
+        q3k_scales<A>(x[i].scales, sc8);
+        const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_load_si128(reinterpret_cast<const __m128i*>(sc8)));
+        const __m256i bs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[i].bsums));
+        const __m256i corr = _mm256_madd_epi16(bs, sc16);
+        const __m512i scw = _mm512_castsi256_si512(sc16);
+        const __m512i hm = bcast256<A>(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[i].hmask)));
+        __m512i sumi = _mm512_setzero_si512();
+        for (int h = 0; h < 2; ++h)
+            for (int sp = 0; sp < 4; sp += 2) {
+                const int g = 4 * h + sp;  // hmask bit of the first 32 elements
+                const __m512i bits = _mm512_inserti64x4(_mm512_set1_epi8(static_cast<char>(1 << g)),
+                                                        _mm256_set1_epi8(static_cast<char>(1 << (g + 1))), 1);
+                __m512i qv = crumbs_pair<A>(x[i].qs + 32 * h, 2 * sp);
+                qv = _mm512_mask_add_epi8(qv, _mm512_test_epi8_mask(hm, bits), qv, k4);  // 0..7 = value + 4
+                const __m512i p = _mm512_maddubs_epi16(qv, _mm512_loadu_si512(y[i].qs + 128 * h + 32 * sp));
+                sumi = dpwssd512<A>(sumi, p, scale_per_lane<A>(scw, static_cast<short>(8 * h + 2 * sp)));
+            }
+        sumi = _mm512_sub_epi32(sumi, _mm512_slli_epi32(_mm512_zextsi256_si512(corr), 2));
+        acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sumi), _mm512_set1_ps(y[i].d * h2f<A>(x[i].d)), acc);
+    }
+    return hsum512<A>(acc);
+}
+template <class A>
+float vdot(std::int64_t n, const q::block_q5_K* x, const q::block_q8_K* y, simd::requires_arch<simd::avx512bw>) {
+    __m512 acc = _mm512_setzero_ps();
+    __m256 accm = _mm256_setzero_ps();
+    const __m512i m4 = _mm512_set1_epi8(0x0F), k16 = _mm512_set1_epi8(0x10);
+    const __m512i cnt = _mm512_setr_epi64(0, 0, 0, 0, 0x0004000400040004, 0x0004000400040004, 0x0004000400040004,
+                                          0x0004000400040004);
+    for (std::int64_t i = 0; i < n / q::qk_k; ++i) {
+        const __m128i sm = k4_scales_mins<A>(x[i].scales);
+        const __m512i sc16 = _mm512_castsi128_si512(_mm_cvtepu8_epi16(sm));
+        const __m256i mn32 = _mm256_cvtepu8_epi32(_mm_srli_si128(sm, 8));
+        const __m256i mn16 = _mm256_or_si256(mn32, _mm256_slli_epi32(mn32, 16));
+        const __m256i summ = _mm256_madd_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[i].bsums)), mn16);
+        const __m512i hb = bcast256<A>(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[i].qh)));
+        __m512i sumi = _mm512_setzero_si512();
+        for (int j = 0; j < 4; ++j) {
+            __m512i qv = _mm512_and_si512(
+                _mm512_srlv_epi16(bcast256<A>(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[i].qs + 32 * j))),
+                                  cnt),
+                m4);
+            const __m512i bits = _mm512_inserti64x4(_mm512_set1_epi8(static_cast<char>(1 << (2 * j))),
+                                                    _mm256_set1_epi8(static_cast<char>(1 << (2 * j + 1))), 1);
+            qv = _mm512_mask_add_epi8(qv, _mm512_test_epi8_mask(hb, bits), qv, k16);
+            const __m512i p = _mm512_maddubs_epi16(qv, _mm512_loadu_si512(y[i].qs + 64 * j));
+            const __m512i idx = _mm512_inserti64x4(_mm512_set1_epi16(static_cast<short>(2 * j)),
+                                                   _mm256_set1_epi16(static_cast<short>(2 * j + 1)), 1);
+            sumi = dpwssd512<A>(sumi, p, _mm512_permutexvar_epi16(idx, sc16));
+        }
+        acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sumi), _mm512_set1_ps(y[i].d * h2f<A>(x[i].d)), acc);
+        accm = _mm256_fmadd_ps(_mm256_cvtepi32_ps(summ), _mm256_set1_ps(y[i].d * h2f<A>(x[i].dmin)), accm);
+    }
+    return hsum512<A>(acc) - hsum256<A>(accm);
+}
+template <class A>
+float vdot(std::int64_t n, const q::block_iq4_xs* x, const q::block_q8_K* y, simd::requires_arch<simd::avx512bw>) {
+    __m512 acc = _mm512_setzero_ps();
+    const __m512i lut = bcast128<A>(_mm_loadu_si128(reinterpret_cast<const __m128i*>(tables<A>::iq4nl)));
+    for (std::int64_t i = 0; i < n / q::qk_k; ++i) {
+        __m512i sumi = _mm512_setzero_si512();
+        for (int ib = 0; ib < 8; ib += 2) {
+            const int l0 = ((x[i].scales_l[ib / 2] & 0xF) | (((x[i].scales_h >> (2 * ib)) & 3) << 4)) - 32;
+            const int l1 = ((x[i].scales_l[ib / 2] >> 4) | (((x[i].scales_h >> (2 * ib + 2)) & 3) << 4)) - 32;
+            const __m512i v = _mm512_shuffle_epi8(lut, nibbles_pair<A>(x[i].qs + 16 * ib, x[i].qs + 16 * ib + 16));
+            const __m512i yv = _mm512_loadu_si512(y[i].qs + 32 * ib);
+            const __m512i sy = _mm512_mask_sub_epi8(yv, _mm512_movepi8_mask(v), _mm512_setzero_si512(), yv);
+            const __m512i p = _mm512_maddubs_epi16(_mm512_abs_epi8(v), sy);  // |v|, |y| <= 127: no saturation
+            const __m512i sc = _mm512_inserti64x4(_mm512_set1_epi16(static_cast<short>(l0)),
+                                                  _mm256_set1_epi16(static_cast<short>(l1)), 1);
+            sumi = dpwssd512<A>(sumi, p, sc);
+        }
+        acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sumi), _mm512_set1_ps(y[i].d * h2f<A>(x[i].d)), acc);
+    }
+    return hsum512<A>(acc);
+}
+template <class A>
+float vdot(std::int64_t n, const q::block_tq2_0* x, const q::block_q8_K* y, simd::requires_arch<simd::avx512bw>) {
+    __m512 acc = _mm512_setzero_ps();
+    float corr = 0.0f;
+    const __m512i z = _mm512_setzero_si512();
+    for (std::int64_t i = 0; i < n / q::qk_k; ++i) {
+        __m512i sumi = z;
+        for (int h = 0; h < 2; ++h)
+            for (int sp = 0; sp < 4; sp += 2)
+                sumi = dpbusd512<A>(sumi, crumbs_pair<A>(x[i].qs + 32 * h, 2 * sp),
+                                    _mm512_loadu_si512(y[i].qs + 128 * h + 32 * sp));
+        int sumy = 0;
+        for (int j = 0; j < 16; ++j) sumy += y[i].bsums[j];
+        const float dd = y[i].d * h2f<A>(x[i].d);
+        acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sumi), _mm512_set1_ps(dd), acc);
+        corr += dd * static_cast<float>(sumy);
+    }
+    return hsum512<A>(acc) - corr;
+}
+
+// ---- K-quants on AVX2 ------------------------------------------------------------------------
+template <class A>
+float vdot(std::int64_t n, const q::block_q4_K* x, const q::block_q8_K* y, simd::requires_arch<simd::avx2>) {
+    __m256 acc = _mm256_setzero_ps(), accm = _mm256_setzero_ps();
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    for (std::int64_t i = 0; i < n / q::qk_k; ++i) {
+        alignas(16) std::uint8_t sm[16];
+        _mm_store_si128(reinterpret_cast<__m128i*>(sm), k4_scales_mins<A>(x[i].scales));
+        const __m256i mn32 = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(sm + 8)));
+        const __m256i mn16 = _mm256_or_si256(mn32, _mm256_slli_epi32(mn32, 16));
+        const __m256i summ = _mm256_madd_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[i].bsums)), mn16);
+        __m256i sumi = _mm256_setzero_si256();
+        for (int j = 0; j < 4; ++j) {
+            const __m256i qv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[i].qs + 32 * j));
+            const __m256i lo = _mm256_and_si256(qv, m4), hi = _mm256_and_si256(_mm256_srli_epi16(qv, 4), m4);
+            const __m256i pl = _mm256_maddubs_epi16(lo, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[i].qs + 64 * j)));
+            const __m256i ph =
+                _mm256_maddubs_epi16(hi, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[i].qs + 64 * j + 32)));
+            sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(pl, _mm256_set1_epi16(sm[2 * j])));
+            sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(ph, _mm256_set1_epi16(sm[2 * j + 1])));
+        }
+        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sumi), _mm256_set1_ps(y[i].d * h2f<A>(x[i].d)), acc);
+        accm = _mm256_fmadd_ps(_mm256_cvtepi32_ps(summ), _mm256_set1_ps(y[i].d * h2f<A>(x[i].dmin)), accm);
+    }
+    return hsum256<A>(acc) - hsum256<A>(accm);
+}
+template <class A>
+float vdot(std::int64_t n, const q::block_q6_K* x, const q::block_q8_K* y, simd::requires_arch<simd::avx2>) {
+    __m256 acc = _mm256_setzero_ps();
+    const __m256i m4 = _mm256_set1_epi8(0x0F), m30 = _mm256_set1_epi8(0x30);
+    for (std::int64_t i = 0; i < n / q::qk_k; ++i) {
+        const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x[i].scales)));
+        const __m256i corr = _mm256_madd_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[i].bsums)), sc16);
+        __m256i sumi = _mm256_setzero_si256();
+        for (int h = 0; h < 2; ++h) {
+            const __m256i l0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[i].ql + 64 * h));
+            const __m256i l1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[i].ql + 64 * h + 32));
+            const __m256i hh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[i].qh + 32 * h));
+            const __m256i qv[4] = {
+                _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_and_si256(_mm256_slli_epi16(hh, 4), m30)),
+                _mm256_or_si256(_mm256_and_si256(l1, m4), _mm256_and_si256(_mm256_slli_epi16(hh, 2), m30)),
+                _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4), _mm256_and_si256(hh, m30)),
+                _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4), _mm256_and_si256(_mm256_srli_epi16(hh, 2), m30))};
+            for (int k = 0; k < 4; ++k) {
+                const __m256i p = _mm256_maddubs_epi16(
+                    qv[k], _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[i].qs + 128 * h + 32 * k)));
+                const int b = 8 * h + 2 * k;
+                const __m256i sc = _mm256_set_m128i(_mm_set1_epi16(x[i].scales[b + 1]), _mm_set1_epi16(x[i].scales[b]));
+                sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p, sc));
+            }
+        }
+        sumi = _mm256_sub_epi32(sumi, _mm256_slli_epi32(corr, 5));
+        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sumi), _mm256_set1_ps(y[i].d * h2f<A>(x[i].d)), acc);
+    }
+    return hsum256<A>(acc);
+}
+
+// q4_0, four rows at a time: the activation side (loads, its scales, the -8 * sum(y)
+// correction folded into the accumulator start) is done once for the four rows.
+// The four rows are taken from the four quarters of the range (r, r + q, r + 2q, r + 3q),
+// not adjacent: four adjacent rows share 4 KiB pages, and the hardware prefetcher,
+// which follows one stream per page, then loses the pattern. From DRAM the adjacent
+// order read 12 GB/s at 2 threads and this order 25 GB/s (bench_quant matvec/q4_0).
+template <class A>
+void gemv(std::int64_t n, std::int64_t nrows, const q::block_q4_0* x, std::size_t row_stride, const q::block_q8_0* y,
+          float* out, simd::requires_arch<simd::avx512bw>) {
+    const std::int64_t nb = n / 32, nb4 = nb / 4 * 4;
+    const auto* base = reinterpret_cast<const unsigned char*>(x);
+    auto row = [&](std::int64_t r) {
+        return reinterpret_cast<const q::block_q4_0*>(base + static_cast<std::size_t>(r) * row_stride);
+    };
+    const __m512i k8 = _mm512_set1_epi8(8), z = _mm512_setzero_si512();
+    const __m512i i01 = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
+    const __m512i i23 = _mm512_setr_epi32(2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
+    const std::int64_t q4 = nrows / 4;
+    for (std::int64_t r = 0; r < q4; ++r) {
+        const std::int64_t rr[4] = {r, r + q4, r + 2 * q4, r + 3 * q4};
+        const q::block_q4_0* xr[4] = {row(rr[0]), row(rr[1]), row(rr[2]), row(rr[3])};
+        __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+        for (std::int64_t i = 0; i < nb4; i += 4) {
+            const __m128 ys = h2f_x4<A>(y[i].d.bits, y[i + 1].d.bits, y[i + 2].d.bits, y[i + 3].d.bits);
+            const __m512i y0 = load_2x256<A>(y[i].qs, y[i + 1].qs), y1 = load_2x256<A>(y[i + 2].qs, y[i + 3].qs);
+            const __m512i c0 = _mm512_sub_epi32(z, dpbusd512<A>(z, k8, y0));
+            const __m512i c1 = _mm512_sub_epi32(z, dpbusd512<A>(z, k8, y1));
+            for (int k = 0; k < 4; ++k) {
+                const q::block_q4_0* b = xr[k] + i;
+                const __m512 s = _mm512_castps128_ps512(
+                    _mm_mul_ps(h2f_x4<A>(b[0].d.bits, b[1].d.bits, b[2].d.bits, b[3].d.bits), ys));
+                const __m512i p0 = dpbusd512<A>(c0, q4_0_pair<A>(b), y0);
+                const __m512i p1 = dpbusd512<A>(c1, q4_0_pair<A>(b + 2), y1);
+                acc[k] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p0), _mm512_permutexvar_ps(i01, s), acc[k]);
+                acc[k] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p1), _mm512_permutexvar_ps(i23, s), acc[k]);
+            }
+        }
+        for (int k = 0; k < 4; ++k) {
+            float t = hsum512<A>(acc[k]);
+            if (nb4 < nb) t += vdot<A>((nb - nb4) * 32, xr[k] + nb4, y + nb4, simd::avx2{});
+            out[rr[k]] = t;
+        }
+    }
+    for (std::int64_t r = 4 * q4; r < nrows; ++r) out[r] = vdot<A>(n, row(r), y, A{});
+}
+
+}  // namespace qdetail
+}  // namespace kernels
+TESSERA_END_NAMESPACE
+
+#endif  // TESSERA_X86
