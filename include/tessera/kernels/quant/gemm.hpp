@@ -18,7 +18,8 @@
 // saturate then: |q| <= 128, |y| <= 127).
 //
 // Paths: scalar (the definition, block order, f32 sum), avx2 (256-bit, half a group
-// per vector), avx512bw and avx512vnni (512-bit; dpbusd512 picks vpdpbusd on VNNI).
+// per vector), avx512bw and avx512vnni (512-bit; dpbusd512 picks vpdpbusd on VNNI);
+// their vector traits are in kernels/x86/quant/gemm.hpp.
 // Integer parts are exact everywhere; the f32 sum order differs.
 //
 // Kernels (k a multiple of 32, for q4_K of 256, validated by the caller):
@@ -35,8 +36,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
-
-#include <immintrin.h>
 
 #include "tessera/config.hpp"
 #include "tessera/core/type_id.hpp"
@@ -209,75 +208,10 @@ void qgemm(std::int64_t k, std::int64_t m, std::int64_t n, const B* x, std::size
 }
 
 // ---- wide bodies -----------------------------------------------------------------------
-// Vector traits: 512-bit (16 blocks per vector) and 256-bit (8 blocks, two halves per group).
-template <class A>
-struct qv512 {
-    using arch = A;
-    using vi = __m512i;
-    using vf = __m512;
-    static constexpr int halves = 1;
-    static TESSERA_ALWAYS_INLINE vi load(const void* p) { return _mm512_loadu_si512(p); }
-    static TESSERA_ALWAYS_INLINE vf loadf(const void* p) { return _mm512_loadu_ps(p); }
-    static TESSERA_ALWAYS_INLINE vi zero() { return _mm512_setzero_si512(); }
-    static TESSERA_ALWAYS_INLINE vf zerof() { return _mm512_setzero_ps(); }
-    static TESSERA_ALWAYS_INLINE vi dpbusd(vi acc, vi u, vi s) { return dpbusd512<A>(acc, u, s); }
-    static TESSERA_ALWAYS_INLINE vi neg_shl(vi v, int sh) { return _mm512_sub_epi32(zero(), _mm512_sll_epi32(v, _mm_cvtsi32_si128(sh))); }
-    static TESSERA_ALWAYS_INLINE vi flip(vi v) { return _mm512_xor_si512(v, _mm512_set1_epi8(static_cast<char>(0x80))); }
-    static TESSERA_ALWAYS_INLINE vi abs8(vi v) { return _mm512_abs_epi8(v); }
-    static TESSERA_ALWAYS_INLINE vi sign8(vi y, vi x) {
-        return _mm512_mask_sub_epi8(y, _mm512_movepi8_mask(x), zero(), y);  // x == 0 meets |x| == 0
-    }
-    static TESSERA_ALWAYS_INLINE vf fma(vi p, vf s, vf acc) { return _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), s, acc); }
-    static TESSERA_ALWAYS_INLINE vf mul(vf a, vf b) { return _mm512_mul_ps(a, b); }
-    static TESSERA_ALWAYS_INLINE float hsum(vf v) { return hsum512<A>(v); }
-    static TESSERA_ALWAYS_INLINE vi lo4(vi v) { return _mm512_and_si512(v, _mm512_set1_epi8(0x0F)); }
-    static TESSERA_ALWAYS_INLINE vi hi4(vi v) { return _mm512_and_si512(_mm512_srli_epi16(v, 4), _mm512_set1_epi8(0x0F)); }
-    static TESSERA_ALWAYS_INLINE vf load_h(const void* p) {  // 16 f16
-        return _mm512_cvtph_ps(_mm256_loadu_si256(static_cast<const __m256i*>(p)));
-    }
-    static TESSERA_ALWAYS_INLINE vf fnmadd(vf a, vf b, vf acc) { return _mm512_fnmadd_ps(a, b, acc); }  // acc - a*b
-    static TESSERA_ALWAYS_INLINE vf fmadd(vf a, vf b, vf acc) { return _mm512_fmadd_ps(a, b, acc); }    // acc + a*b
-    static TESSERA_ALWAYS_INLINE vi blend_odd(vi a, vi b) { return _mm512_mask_blend_epi32(0xAAAA, a, b); }  // odd slots of b
-    static TESSERA_ALWAYS_INLINE vi swap_pairs(vi v) { return _mm512_shuffle_epi32(v, static_cast<_MM_PERM_ENUM>(0xB1)); }
-    static TESSERA_ALWAYS_INLINE vf load_u8(const void* p) {  // 16 u8 as f32
-        return _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128(static_cast<const __m128i*>(p))));
-    }
-    static TESSERA_ALWAYS_INLINE vf pair(float a, float b, int) {  // lanes 0..7 a, 8..15 b
-        return _mm512_insertf32x8(_mm512_set1_ps(a), _mm256_set1_ps(b), 1);
-    }
-};
-template <class A>
-struct qv256 {
-    using arch = A;
-    using vi = __m256i;
-    using vf = __m256;
-    static constexpr int halves = 2;
-    static TESSERA_ALWAYS_INLINE vi load(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
-    static TESSERA_ALWAYS_INLINE vf loadf(const void* p) { return _mm256_loadu_ps(static_cast<const float*>(p)); }
-    static TESSERA_ALWAYS_INLINE vi zero() { return _mm256_setzero_si256(); }
-    static TESSERA_ALWAYS_INLINE vf zerof() { return _mm256_setzero_ps(); }
-    static TESSERA_ALWAYS_INLINE vi dpbusd(vi acc, vi u, vi s) { return dpbusd256<A>(acc, u, s); }
-    static TESSERA_ALWAYS_INLINE vi neg_shl(vi v, int sh) { return _mm256_sub_epi32(zero(), _mm256_sll_epi32(v, _mm_cvtsi32_si128(sh))); }
-    static TESSERA_ALWAYS_INLINE vi flip(vi v) { return _mm256_xor_si256(v, _mm256_set1_epi8(static_cast<char>(0x80))); }
-    static TESSERA_ALWAYS_INLINE vi abs8(vi v) { return _mm256_abs_epi8(v); }
-    static TESSERA_ALWAYS_INLINE vi sign8(vi y, vi x) { return _mm256_sign_epi8(y, x); }
-    static TESSERA_ALWAYS_INLINE vf fma(vi p, vf s, vf acc) { return _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), s, acc); }
-    static TESSERA_ALWAYS_INLINE vf mul(vf a, vf b) { return _mm256_mul_ps(a, b); }
-    static TESSERA_ALWAYS_INLINE float hsum(vf v) { return hsum256<A>(v); }
-    static TESSERA_ALWAYS_INLINE vi lo4(vi v) { return _mm256_and_si256(v, _mm256_set1_epi8(0x0F)); }
-    static TESSERA_ALWAYS_INLINE vi hi4(vi v) { return _mm256_and_si256(_mm256_srli_epi16(v, 4), _mm256_set1_epi8(0x0F)); }
-    static TESSERA_ALWAYS_INLINE vf load_h(const void* p) {  // 8 f16
-        return _mm256_cvtph_ps(_mm_loadu_si128(static_cast<const __m128i*>(p)));
-    }
-    static TESSERA_ALWAYS_INLINE vf fnmadd(vf a, vf b, vf acc) { return _mm256_fnmadd_ps(a, b, acc); }
-    static TESSERA_ALWAYS_INLINE vf fmadd(vf a, vf b, vf acc) { return _mm256_fmadd_ps(a, b, acc); }
-    static TESSERA_ALWAYS_INLINE vi blend_odd(vi a, vi b) { return _mm256_blend_epi32(a, b, 0xAA); }
-    static TESSERA_ALWAYS_INLINE vi swap_pairs(vi v) { return _mm256_shuffle_epi32(v, 0xB1); }
-    static TESSERA_ALWAYS_INLINE vf load_u8(const void* p) {  // 8 u8 as f32
-        return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(static_cast<const __m128i*>(p))));
-    }
-    static TESSERA_ALWAYS_INLINE vf pair(float a, float b, int h) { return _mm256_set1_ps(h ? b : a); }  // half h's
-};
+// One body for every vector width: the tiles below are templates on V, the vector traits
+// of an ISA (load, dpbusd, fma, hsum, nibble split, ... on V::vi / V::vf; V::halves
+// vectors per group of 16 blocks). The x86 traits (qv512, qv256) and the overloads that
+// bind each arch to its traits are in kernels/x86/quant/gemm.hpp.
 
 // Where a tile finds the weights of row i (< qgemm_rm), group g, and how it loads them.
 // One quad of a repacked matrix (kernels/quant/repack.hpp): records of four rows in
@@ -349,7 +283,7 @@ template <class A, class V, class B, int RM, int RN, class W>
 TESSERA_ALWAYS_INLINE void qgemm_tile(std::int64_t ng, W w, const std::byte* y, std::size_t ys, float* out, std::size_t ldo,
                                       std::int64_t rows) {
     constexpr bool q8 = std::is_same_v<B, qg::block_q8_0>;
-    constexpr bool vnni = at_least<A, simd::avx512vnni> && std::is_same_v<V, qv512<A>>;
+    constexpr bool vnni = V::vnni;
     constexpr bool sign_path = q8 && !vnni;
     constexpr int shift = q8 ? 7 : 3;
     using vi = typename V::vi;
@@ -460,17 +394,6 @@ void qgemm_rows4(std::int64_t k, std::int64_t m, std::int64_t n, const std::byte
     }
 }
 
-template <class A, class B>
-void qgemm(std::int64_t k, std::int64_t m, std::int64_t n, const B* x, std::size_t xs, const std::byte* y, std::size_t ys,
-           float* out, std::size_t ldo, std::byte* work, simd::requires_arch<simd::avx2>) {
-    qgemm_wide<A, qv256<A>>(k, m, n, x, xs, y, ys, out, ldo, work);
-}
-template <class A, class B>
-void qgemm(std::int64_t k, std::int64_t m, std::int64_t n, const B* x, std::size_t xs, const std::byte* y, std::size_t ys,
-           float* out, std::size_t ldo, std::byte* work, simd::requires_arch<simd::avx512bw>) {
-    qgemm_wide<A, qv512<A>>(k, m, n, x, xs, y, ys, out, ldo, work);
-}
-
 // Repacked weights (rows4_x16): the scalar definition reads the records element by element.
 template <class A, class B>
 void qgemm_r4(std::int64_t k, std::int64_t m, std::int64_t n, const std::byte* x, const std::byte* y, std::size_t ys,
@@ -509,16 +432,6 @@ void qgemm_r4(std::int64_t k, std::int64_t m, std::int64_t n, const std::byte* x
             out[static_cast<std::size_t>(c) * ldo + static_cast<std::size_t>(r)] = sum;
         }
     }
-}
-template <class A, class B>
-void qgemm_r4(std::int64_t k, std::int64_t m, std::int64_t n, const std::byte* x, const std::byte* y, std::size_t ys,
-              float* out, std::size_t ldo, simd::requires_arch<simd::avx2>) {
-    qgemm_rows4<A, qv256<A>, B>(k, m, n, x, y, ys, out, ldo);
-}
-template <class A, class B>
-void qgemm_r4(std::int64_t k, std::int64_t m, std::int64_t n, const std::byte* x, const std::byte* y, std::size_t ys,
-              float* out, std::size_t ldo, simd::requires_arch<simd::avx512bw>) {
-    qgemm_rows4<A, qv512<A>, B>(k, m, n, x, y, ys, out, ldo);
 }
 
 // ---- q4_K x q8_K ------------------------------------------------------------------------
@@ -774,28 +687,15 @@ void qgemm_k4_r4(std::int64_t k, std::int64_t m, std::int64_t n, const std::byte
         }
     }
 }
-template <class A>
-void qgemm_k4(std::int64_t k, std::int64_t m, std::int64_t n, const qg::block_q4_K* x, std::size_t xs, const std::byte* y,
-              std::size_t ys, float* out, std::size_t ldo, std::byte* work, simd::requires_arch<simd::avx2>) {
-    qgemm_k4_wide<A, qv256<A>>(k, m, n, x, xs, y, ys, out, ldo, work);
-}
-template <class A>
-void qgemm_k4(std::int64_t k, std::int64_t m, std::int64_t n, const qg::block_q4_K* x, std::size_t xs, const std::byte* y,
-              std::size_t ys, float* out, std::size_t ldo, std::byte* work, simd::requires_arch<simd::avx512bw>) {
-    qgemm_k4_wide<A, qv512<A>>(k, m, n, x, xs, y, ys, out, ldo, work);
-}
-template <class A>
-void qgemm_k4_r4(std::int64_t k, std::int64_t m, std::int64_t n, const std::byte* x, const std::byte* y, std::size_t ys,
-                 float* out, std::size_t ldo, simd::requires_arch<simd::avx2>) {
-    qgemm_k4_rows4<A, qv256<A>>(k, m, n, x, y, ys, out, ldo);
-}
-template <class A>
-void qgemm_k4_r4(std::int64_t k, std::int64_t m, std::int64_t n, const std::byte* x, const std::byte* y, std::size_t ys,
-                 float* out, std::size_t ldo, simd::requires_arch<simd::avx512bw>) {
-    qgemm_k4_rows4<A, qv512<A>>(k, m, n, x, y, ys, out, ldo);
-}
 
 }  // namespace qdetail
+}  // namespace kernels
+TESSERA_END_NAMESPACE
+
+#include "tessera/kernels/x86/quant/gemm.hpp"
+
+TESSERA_BEGIN_NAMESPACE
+namespace kernels {
 
 // Repacked weights: gemm_<T>_rows4<A>(k, m, const std::byte* x_repacked (the quads of the
 // m rows, m % 4 == 0), n, y_packed, y_stride, out, ldo); no work buffer.

@@ -29,7 +29,8 @@
 // tile moves w's sign onto the activations (|w| <= 128 against |y| <= 127).
 //
 // Paths: scalar (the definition: lane terms in row order), avx2 (256-bit, half a group
-// per vector), avx512bw / avx512vnni (512-bit, dpbusd512). Integer parts are exact on
+// per vector), avx512bw / avx512vnni (512-bit, dpbusd512); the x86 decoders, transpose
+// and arch bindings are in kernels/x86/quant/gemm_lanes.hpp. Integer parts are exact on
 // every arch; only the order of the f32 sums of the lane terms differs.
 //
 // Kernels: gemm_<T><A>(k, m, n, const block_T* x, x_stride_bytes, y_packed, y_stride,
@@ -40,8 +41,6 @@
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
-
-#include <immintrin.h>
 
 #include "tessera/config.hpp"
 #include "tessera/kernels/quant/common.hpp"
@@ -63,56 +62,74 @@ template <class B>
 struct lane_codec;
 
 // Decoding helpers of the 32-element blocks (16 bytes of nibbles in q4_0 order: byte j
-// holds element j low, j + 16 high). From AVX2 on they work on one 256-bit vector per
-// block (one store; the panel packer's word loads are forwarded from it); the scalar
-// loops serve the scalar definition.
+// holds element j low, j + 16 high), and the transpose of a group of lanes into the x16
+// order. These are the scalar bodies; the x86 file (kernels/x86/quant/gemm_lanes.hpp)
+// adds AVX2 decoders (one 256-bit vector per block: one store, which the panel packer's
+// word loads are forwarded from) and an AVX-512 transpose.
 template <class A>
-TESSERA_ALWAYS_INLINE __m256i nibbles32(const std::uint8_t* qs) {  // elements 0..31 as bytes 0..15
-    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs)), m = _mm_set1_epi8(15);
-    return _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_and_si128(v, m)), _mm_and_si128(_mm_srli_epi16(v, 4), m), 1);
+TESSERA_ALWAYS_INLINE void split_nibbles(const std::uint8_t* qs, std::uint8_t* u, bool fifth, const std::uint8_t* qh,
+                                         simd::requires_arch<simd::scalar>) {
+    for (int j = 0; j < 16; ++j) {
+        u[j] = qs[j] & 15;
+        u[j + 16] = static_cast<std::uint8_t>(qs[j] >> 4);
+    }
+    if (fifth) {
+        std::uint32_t h;
+        std::memcpy(&h, qh, 4);
+        for (int j = 0; j < 32; ++j) u[j] = static_cast<std::uint8_t>(u[j] | (((h >> j) & 1) << 4));
+    }
 }
 template <class A>
-TESSERA_ALWAYS_INLINE __m256i fifth_bits32(const std::uint8_t* qh) {  // byte j = 16 if bit j of the u32 at qh is set
-    std::uint32_t h;
-    std::memcpy(&h, qh, 4);
-    const __m256i spread = _mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int>(h)),
-                                               _mm256_setr_epi64x(0, 0x0101010101010101, 0x0202020202020202, 0x0303030303030303));
-    const __m256i bit = _mm256_set1_epi64x(static_cast<long long>(0x8040201008040201ull));
-    return _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit), _mm256_set1_epi8(16));
+TESSERA_ALWAYS_INLINE void lookup_nibbles(const std::uint8_t* qs, const std::int8_t* table, int bias, std::uint8_t* u,
+                                          simd::requires_arch<simd::scalar>) {
+    for (int j = 0; j < 16; ++j) {
+        u[j] = static_cast<std::uint8_t>(table[qs[j] & 15] + bias);
+        u[j + 16] = static_cast<std::uint8_t>(table[qs[j] >> 4] + bias);
+    }
 }
-template <class A>
-TESSERA_ALWAYS_INLINE void store32(std::uint8_t* u, __m256i v) {
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(u), v);
+// 16 lanes of 4w bytes each, lane after lane (in), into the x16 order (out: w chunks of
+// 64 bytes, chunk t = word t of every lane), each word xor `flip`: a 16 x w transpose of
+// 32-bit words, word by word.
+template <class A, int W>
+TESSERA_ALWAYS_INLINE void lanes_to_x16(const std::uint8_t* in, std::byte* out, std::uint32_t flip,
+                                        simd::requires_arch<simd::scalar>) {
+    for (int l = 0; l < 16; ++l)
+        for (int t = 0; t < W; ++t) {
+            std::uint32_t v;
+            std::memcpy(&v, in + 4 * (W * l + t), 4);
+            v ^= flip;
+            std::memcpy(out + 64 * t + 4 * l, &v, 4);
+        }
 }
+
+// The wide GEMM over the vector traits V (defined below), which the ISA files bind to
+// their arches.
+template <class A, class V, class B>
+void lane_gemm_wide(std::int64_t k, std::int64_t m, std::int64_t n, const B* x, std::size_t xs, const std::byte* y, std::size_t ys,
+                    float* out, std::size_t ldo, std::byte* work);
+
+}  // namespace qdetail
+}  // namespace kernels
+TESSERA_END_NAMESPACE
+
+#include "tessera/kernels/x86/quant/gemm_lanes.hpp"
+
+TESSERA_BEGIN_NAMESPACE
+namespace kernels {
+namespace qdetail {
+
 template <class A>
 TESSERA_ALWAYS_INLINE void split_nibbles(const std::uint8_t* qs, std::uint8_t* u, bool fifth = false, const std::uint8_t* qh = nullptr) {
-    if constexpr (at_least<A, simd::avx2>) {
-        const __m256i v = nibbles32<A>(qs);
-        store32<A>(u, fifth ? _mm256_or_si256(v, fifth_bits32<A>(qh)) : v);
-    } else {
-        for (int j = 0; j < 16; ++j) {
-            u[j] = qs[j] & 15;
-            u[j + 16] = static_cast<std::uint8_t>(qs[j] >> 4);
-        }
-        if (fifth) {
-            std::uint32_t h;
-            std::memcpy(&h, qh, 4);
-            for (int j = 0; j < 32; ++j) u[j] = static_cast<std::uint8_t>(u[j] | (((h >> j) & 1) << 4));
-        }
-    }
+    split_nibbles<A>(qs, u, fifth, qh, A{});
 }
 template <class A>
 TESSERA_ALWAYS_INLINE void lookup_nibbles(const std::uint8_t* qs, const std::int8_t* table, int bias, std::uint8_t* u) {
-    if constexpr (at_least<A, simd::avx2>) {
-        const __m128i t = _mm_loadu_si128(reinterpret_cast<const __m128i*>(table));
-        const __m256i v = _mm256_shuffle_epi8(_mm256_inserti128_si256(_mm256_castsi128_si256(t), t, 1), nibbles32<A>(qs));
-        store32<A>(u, _mm256_add_epi8(v, _mm256_set1_epi8(static_cast<char>(bias))));
-    } else {
-        for (int j = 0; j < 16; ++j) {
-            u[j] = static_cast<std::uint8_t>(table[qs[j] & 15] + bias);
-            u[j + 16] = static_cast<std::uint8_t>(table[qs[j] >> 4] + bias);
-        }
-    }
+    lookup_nibbles<A>(qs, table, bias, u, A{});
+}
+template <class A, int W>
+TESSERA_ALWAYS_INLINE void lanes_to_x16(const std::uint8_t* in, std::byte* out, std::uint32_t flip) {
+    static_assert(W == 4 || W == 8);
+    lanes_to_x16<A, W>(in, out, flip, A{});
 }
 
 template <>
@@ -301,7 +318,7 @@ template <class C>
 inline constexpr std::size_t lane_rec_bytes = static_cast<std::size_t>(16 * C::lane) + 64 + (C::min ? 64 : 0);
 // Whether the 512-bit VNNI tile runs (wide types then hold w + 128 and use offset 128).
 template <class A, class V>
-inline constexpr bool lane_vnni = at_least<A, simd::avx512vnni> && std::is_same_v<V, qv512<A>>;
+inline constexpr bool lane_vnni = V::vnni;
 template <class C, bool vnni>
 inline constexpr int lane_offset = C::wide ? (vnni ? 128 : 0) : C::off;
 constexpr int lane_log2(int v) { return v <= 1 ? 0 : 1 + lane_log2(v / 2); }
@@ -349,56 +366,6 @@ void lane_gemm(std::int64_t k, std::int64_t m, std::int64_t n, const B* x, std::
 }
 
 // ---- wide bodies ---------------------------------------------------------------------------
-// 16 lanes of 4w bytes each, lane after lane (in), into the x16 order (out: w chunks of
-// 64 bytes, chunk t = word t of every lane), each word xor `flip`: a 16 x w transpose of
-// 32-bit words. AVX-512 does it with two-source permutes, the other arches word by word.
-template <class A, int W>
-TESSERA_ALWAYS_INLINE void lanes_to_x16(const std::uint8_t* in, std::byte* out, std::uint32_t flip) {
-    static_assert(W == 4 || W == 8);
-    if constexpr (at_least<A, simd::avx512bw>) {
-        const __m512i fx = _mm512_set1_epi32(static_cast<int>(flip));
-        const auto ld = [&](int i) { return _mm512_loadu_si512(in + 64 * i); };
-        const auto st = [&](int t, __m512i v) { _mm512_storeu_si512(out + 64 * t, _mm512_xor_si512(v, fx)); };
-        if constexpr (W == 4) {  // vector i: lanes 4i..4i+3; pairs -> [t: 8 lanes | t+1: 8 lanes]
-            const __m512i i01 = _mm512_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28, 1, 5, 9, 13, 17, 21, 25, 29);
-            const __m512i i23 = _mm512_add_epi32(i01, _mm512_set1_epi32(2));
-            const __m512i a0 = ld(0), a1 = ld(1), a2 = ld(2), a3 = ld(3);
-            const __m512i p01 = _mm512_permutex2var_epi32(a0, i01, a1), q01 = _mm512_permutex2var_epi32(a2, i01, a3);
-            const __m512i p23 = _mm512_permutex2var_epi32(a0, i23, a1), q23 = _mm512_permutex2var_epi32(a2, i23, a3);
-            st(0, _mm512_shuffle_i64x2(p01, q01, 0x44));
-            st(1, _mm512_shuffle_i64x2(p01, q01, 0xEE));
-            st(2, _mm512_shuffle_i64x2(p23, q23, 0x44));
-            st(3, _mm512_shuffle_i64x2(p23, q23, 0xEE));
-        } else {  // vector i: lanes 2i, 2i+1; quads of lanes -> [t: 4 lanes] x 4, pairs of quads -> [t: 8 | t+1: 8]
-            const __m512i lo = _mm512_setr_epi32(0, 8, 16, 24, 1, 9, 17, 25, 2, 10, 18, 26, 3, 11, 19, 27);
-            const __m512i hi = _mm512_add_epi32(lo, _mm512_set1_epi32(4));
-            const __m512i c01 = _mm512_setr_epi64(0, 1, 8, 9, 2, 3, 10, 11), c23 = _mm512_setr_epi64(4, 5, 12, 13, 6, 7, 14, 15);
-            __m512i p[4][2];  // p[q][h]: lanes 4q..4q+3, words 4h..4h+3, [t][lane]
-            for (int q = 0; q < 4; ++q) {
-                const __m512i a = ld(2 * q), b = ld(2 * q + 1);
-                p[q][0] = _mm512_permutex2var_epi32(a, lo, b);
-                p[q][1] = _mm512_permutex2var_epi32(a, hi, b);
-            }
-            for (int h = 0; h < 2; ++h) {
-                const __m512i l01 = _mm512_permutex2var_epi64(p[0][h], c01, p[1][h]), l23 = _mm512_permutex2var_epi64(p[0][h], c23, p[1][h]);
-                const __m512i r01 = _mm512_permutex2var_epi64(p[2][h], c01, p[3][h]), r23 = _mm512_permutex2var_epi64(p[2][h], c23, p[3][h]);
-                st(4 * h + 0, _mm512_shuffle_i64x2(l01, r01, 0x44));
-                st(4 * h + 1, _mm512_shuffle_i64x2(l01, r01, 0xEE));
-                st(4 * h + 2, _mm512_shuffle_i64x2(l23, r23, 0x44));
-                st(4 * h + 3, _mm512_shuffle_i64x2(l23, r23, 0xEE));
-            }
-        }
-    } else {
-        for (int l = 0; l < 16; ++l)
-            for (int t = 0; t < W; ++t) {
-                std::uint32_t v;
-                std::memcpy(&v, in + 4 * (W * l + t), 4);
-                v ^= flip;
-                std::memcpy(out + 64 * t + 4 * l, &v, 4);
-            }
-    }
-}
-
 // Rows [0, rows) of x (rows <= qgemm_panel) decoded into panel rows w_row bytes apart, a
 // group (16 lanes: 16 blocks of 32, or one or two super-blocks) at a time; lanes past
 // k / lane and the rows up to the next multiple of qgemm_rm are zero.
@@ -527,16 +494,6 @@ void lane_gemm_wide(std::int64_t k, std::int64_t m, std::int64_t n, const B* x, 
                                      out + static_cast<std::size_t>(c) * ldo + static_cast<std::size_t>(p0 + r), ldo, pr - r);
         }
     }
-}
-template <class A, class B>
-void lane_gemm(std::int64_t k, std::int64_t m, std::int64_t n, const B* x, std::size_t xs, const std::byte* y, std::size_t ys,
-               float* out, std::size_t ldo, std::byte* work, simd::requires_arch<simd::avx2>) {
-    lane_gemm_wide<A, qv256<A>>(k, m, n, x, xs, y, ys, out, ldo, work);
-}
-template <class A, class B>
-void lane_gemm(std::int64_t k, std::int64_t m, std::int64_t n, const B* x, std::size_t xs, const std::byte* y, std::size_t ys,
-               float* out, std::size_t ldo, std::byte* work, simd::requires_arch<simd::avx512bw>) {
-    lane_gemm_wide<A, qv512<A>>(k, m, n, x, xs, y, ys, out, ldo, work);
 }
 
 }  // namespace qdetail
