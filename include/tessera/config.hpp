@@ -24,8 +24,10 @@
 #define TESSERA_RESTRICT
 #endif
 
-// The CPU family this unit is compiled for. ISA-specific kernel files (kernels/x86/)
-// compile to nothing elsewhere.
+// The CPU family this unit is compiled for. The ISA folders of the kernels
+// (kernels/x86/, kernels/arm/) compile to nothing on the other family.
 #if defined(__x86_64__) || defined(__i386__)
 #define TESSERA_X86 1
+#elif defined(__aarch64__)
+#define TESSERA_AARCH64 1
 #endif

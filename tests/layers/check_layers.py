@@ -9,9 +9,14 @@
    interfaces) never include a device's folder (backend/cpu/, backend/vulkan/, ...) or
    backend/cpu.hpp; only the registry, which registers the CPU, and the umbrellas do.
 3. No include cycles.
-4. Instruction-set headers (<immintrin.h>, <arm_neon.h>, ...) only in kernel files and
-   the thread pool's pause, each under an arch guard (#if) when outside kernels/.
+4. Instruction-set headers (<immintrin.h>, <arm_neon.h>, ...) only in the ISA folders of
+   the kernels (kernels/x86/, kernels/arm/), each under its family's guard
+   (#if defined(TESSERA_X86) / TESSERA_AARCH64).
+5. No x86 intrinsic (_mm*_..., __m128/256/512..., __mmask, _MM_...) outside kernels/x86/:
+   the portable kernel headers hold the scalar and xsimd bodies only.
 Prints each violation with the file and line; exits 1 when there is any.
+`--self-test` runs the checks on a small tree with one violation of each kind and
+fails unless each is reported.
 """
 import os
 import re
@@ -41,6 +46,9 @@ DEVICE_DIRS = ('backend/cpu/', 'backend/vulkan/', 'backend/mpi/', 'backend/refer
 DEVICE_HEADERS = ('backend/cpu.hpp', 'backend/vulkan.hpp', 'backend/mpi.hpp')
 MAY_NAME_DEVICES = {'backend/registry.hpp', 'backend/all.hpp', 'backend/reference.hpp'}
 ISA_HEADERS = re.compile(r'#\s*include\s*<(immintrin|emmintrin|xmmintrin|smmintrin|arm_neon|arm_sve)\.h>')
+# ISA folder -> the macro its files are guarded by
+ISA_DIRS = {'kernels/x86/': 'TESSERA_X86', 'kernels/arm/': 'TESSERA_AARCH64'}
+X86_CODE = re.compile(r'\b(_mm\d*_\w+|__m(?:128|256|512)\w*|__mmask\d+|_MM_\w+)')
 INC = re.compile(r'#\s*include\s*"tessera/([^"]+)"')
 
 
@@ -61,12 +69,13 @@ def main():
         with open(full, encoding='utf-8') as fh:
             lines = fh.read().split('\n')
         graph[rel] = []
-        guard_depth = 0  # open #if blocks naming an architecture macro
+        isa_dir = next((d for d in ISA_DIRS if rel.startswith(d)), None)
+        guard_depth = 0  # open #if blocks naming this file's ISA family macro
         stack = []
         for no, line in enumerate(lines, 1):
             s = line.strip()
             if s.startswith('#if'):
-                arch = bool(re.search(r'__x86_64__|_M_X64|__i386__|__aarch64__|__ARM_NEON|__AVX|__SSE|__F16C__|__FMA__', s))
+                arch = bool(isa_dir) and ISA_DIRS[isa_dir] in s
                 stack.append(arch)
                 guard_depth += arch
             elif s.startswith('#endif') and stack:
@@ -85,8 +94,14 @@ def main():
                         and rel not in DEVICE_HEADERS and (tgt.startswith(DEVICE_DIRS) or tgt in DEVICE_HEADERS)):
                     errors.append(f'{rel}:{no}: generic backend header includes the device header tessera/{tgt}')
             if ISA_HEADERS.search(line):
-                if not rel.startswith('kernels/') and not (rel == 'backend/cpu/thread_pool.hpp' and guard_depth > 0):
-                    errors.append(f'{rel}:{no}: instruction-set header outside the kernel files: {s}')
+                if not isa_dir:
+                    errors.append(f'{rel}:{no}: instruction-set header outside the ISA folders of kernels/: {s}')
+                elif guard_depth <= 0:
+                    errors.append(f'{rel}:{no}: instruction-set header not under #if defined({ISA_DIRS[isa_dir]}): {s}')
+            code = line.split('//')[0]
+            m = X86_CODE.search(code)
+            if m and isa_dir != 'kernels/x86/':
+                errors.append(f'{rel}:{no}: x86 intrinsic {m.group(1)} outside kernels/x86/')
     # transitive: graph/ reaches no kernel, simd or backend header
     def reach(start):
         seen, todo = set(), [start]
@@ -122,5 +137,44 @@ def main():
     return 1 if errors else 0
 
 
+def self_test():
+    """One violation of each kind in a scratch tree; every one must be reported."""
+    import contextlib
+    import io
+    import tempfile
+    files = {
+        'core/a.hpp': '#pragma once\n',
+        'graph/g.hpp': '#include "tessera/quant/q.hpp"\n',
+        'quant/q.hpp': '#include "tessera/kernels/k.hpp"\n',  # layer + graph reaches kernels
+        'kernels/k.hpp': '#include "tessera/kernels/x86/k.hpp"\nint f() { return _mm_popcnt_u32(1); }\n',
+        'kernels/x86/k.hpp': '#include <immintrin.h>\n#include "tessera/kernels/k.hpp"\n',  # unguarded + cycle
+        'kernels/x86/ok.hpp': '#if defined(TESSERA_X86)\n#include <immintrin.h>\n__m256 v;\n#endif\n',
+        'backend/scheduler.hpp': '#include "tessera/backend/cpu.hpp"\n',
+        'backend/cpu.hpp': '#include <emmintrin.h>\n',
+    }
+    expect = ['layer quant/ may not include kernels/', 'graph/g.hpp: reaches', 'x86 intrinsic _mm_popcnt_u32 outside',
+              'kernels/x86/k.hpp:1: instruction-set header not under', 'include cycle',
+              'generic backend header includes the device header', 'backend/cpu.hpp:1: instruction-set header outside']
+    with tempfile.TemporaryDirectory() as d:
+        for rel, text in files.items():
+            os.makedirs(os.path.dirname(os.path.join(d, 'tessera', rel)), exist_ok=True)
+            with open(os.path.join(d, 'tessera', rel), 'w') as fh:
+                fh.write(text)
+        global BASE
+        saved, BASE = BASE, os.path.join(d, 'tessera')
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            rc = main()
+        BASE = saved
+    text = out.getvalue()
+    missing = [e for e in expect if e not in text]
+    if rc != 1 or missing or 'ok.hpp' in text:
+        print(text)
+        print('self-test: not reported:', missing, '; exit', rc)
+        return 1
+    print(f'self-test: all {len(expect)} planted violations reported')
+    return 0
+
+
 if __name__ == '__main__':
-    sys.exit(main())
+    sys.exit(self_test() if '--self-test' in sys.argv else main())

@@ -12,10 +12,6 @@
 #include <thread>
 #include <vector>
 
-#if defined(__x86_64__) || defined(_M_X64)
-#include <emmintrin.h>
-#endif
-
 #include "tessera/config.hpp"
 #include "tessera/core/error.hpp"
 
@@ -79,8 +75,10 @@ public:
 private:
     static void pause(int spins) {
         if (spins < 2048) {
-#if defined(__x86_64__) || defined(_M_X64)
-            _mm_pause();
+#if defined(TESSERA_X86)
+            __builtin_ia32_pause();
+#elif defined(__aarch64__)
+            __asm__ __volatile__("yield");
 #endif
         } else {
             std::this_thread::yield();
