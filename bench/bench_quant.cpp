@@ -93,14 +93,14 @@ struct wt<B> {
     }
     static void fill(void* w, std::size_t bytes, unsigned seed) { fill_random(static_cast<B*>(w), bytes / sizeof(B), seed); }
     struct fns {
-        simd::kernel_fn<qk::row_kernels<act>::template quantize> quantize;
-        simd::kernel_fn<qk::row_kernels<B>::template vec_dot> dot;
-        simd::kernel_fn<qk::row_kernels<B>::template gemv> gemv;
+        simd::kernel_fn<qk::quant_kernels<act>::template quantize> quantize;
+        simd::kernel_fn<qk::quant_kernels<B>::template vec_dot> dot;
+        simd::kernel_fn<qk::quant_kernels<B>::template gemv> gemv;
     };
     static fns get(simd::arch_id a) {
-        return {simd::kernel_for<qk::row_kernels<act>::template quantize>(a),
-                simd::kernel_for<qk::row_kernels<B>::template vec_dot>(a),
-                simd::kernel_for<qk::row_kernels<B>::template gemv>(a)};
+        return {simd::kernel_for<qk::quant_kernels<act>::template quantize>(a),
+                simd::kernel_for<qk::quant_kernels<B>::template vec_dot>(a),
+                simd::kernel_for<qk::quant_kernels<B>::template gemv>(a)};
     }
     static void rows(const fns& f, std::int64_t k, std::int64_t nrows, const void* w, std::size_t stride, const void* y,
                      float* out) {
@@ -323,7 +323,7 @@ void bm_gemv(benchmark::State& state) {
 template <class B>
 void bm_dequantize(benchmark::State& state) {
     const auto a = static_cast<simd::arch_id>(state.range(0));
-    const auto k = simd::kernel_for<qk::row_kernels<B>::template dequantize>(a);
+    const auto k = simd::kernel_for<qk::quant_kernels<B>::template dequantize>(a);
     constexpr std::int64_t n = 65536;
     std::vector<B> x(static_cast<std::size_t>(n / quant::block_traits<B>::block_size));
     fill_random(x.data(), x.size(), 5);
@@ -338,7 +338,7 @@ void bm_dequantize(benchmark::State& state) {
 template <class P>
 void bm_quantize_act(benchmark::State& state) {
     const auto a = static_cast<simd::arch_id>(state.range(0));
-    const auto k = simd::kernel_for<qk::row_kernels<P>::template quantize>(a);
+    const auto k = simd::kernel_for<qk::quant_kernels<P>::template quantize>(a);
     constexpr std::int64_t n = 262144;  // 1 MiB of f32
     const auto x = random_floats(n, 11);
     std::vector<P> y(static_cast<std::size_t>(n / quant::block_traits<P>::block_size));

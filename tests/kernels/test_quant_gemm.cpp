@@ -493,8 +493,8 @@ void check_lane_gemm() {
     constexpr type_id tid = quant::block_traits<B>::id;
     constexpr std::int64_t qk = quant::block_traits<B>::block_size, qp = quant::block_traits<P>::block_size;
     constexpr int lane = kernels::qgemm_lane(tid);
-    const auto gemm = [](simd::arch_id a) { return simd::kernel_for<kernels::qgemm_kernels<B>::template gemm>(a); };
-    const auto gemv = [](simd::arch_id a) { return simd::kernel_for<kernels::row_kernels<B>::template gemv>(a); };
+    const auto gemm = [](simd::arch_id a) { return simd::kernel_for<kernels::quant_kernels<B>::template gemm>(a); };
+    const auto gemv = [](simd::arch_id a) { return simd::kernel_for<kernels::quant_kernels<B>::template gemv>(a); };
     std::mt19937 rng(11);
     std::normal_distribution<float> nd(0.0f, 1.0f);
     const std::vector<std::int64_t> nbs = qk == 32 ? std::vector<std::int64_t>{1, 15, 16, 17, 40} : std::vector<std::int64_t>{1, 2, 3, 5};
@@ -622,7 +622,7 @@ TEST_CASE("quantized GEMM: every type with row kernels has one") {
         const auto t = static_cast<type_id>(id);
         if (!is_quantized(t)) continue;
         quant::visit_block_type(t, [&]<class B>() {
-            constexpr bool rk = requires { sizeof(typename kernels::row_kernels<B>::template gemv<simd::scalar>); };
+            constexpr bool rk = kernels::has_gemv<B>;
             CAPTURE(type_name(t));
             CHECK(kernels::has_qgemm<B> == rk);
             CHECK(kernels::qgemm_supported(t) == rk);

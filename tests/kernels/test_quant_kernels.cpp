@@ -103,7 +103,7 @@ void check_dequant() {
         const auto x = random_blocks<B>(nb, static_cast<unsigned>(nb * 7 + bs));
         const auto n = static_cast<std::int64_t>(nb * bs);
         std::vector<float> want(nb * bs), got(nb * bs);
-        simd::kernel_for<qk::row_kernels<B>::template dequantize>(arch_id::scalar)(x.data(), want.data(), n);
+        simd::kernel_for<qk::quant_kernels<B>::template dequantize>(arch_id::scalar)(x.data(), want.data(), n);
 #if defined(TESSERA_TEST_HAVE_QUANT_REF)
         if constexpr (requires(const B* p, float* o) { quant::dequantize_row_ref(p, o, std::int64_t{}); }) {
             std::vector<float> ref(nb * bs);
@@ -114,7 +114,7 @@ void check_dequant() {
 #endif
         for (auto a : simd::available_archs()) {
             std::fill(got.begin(), got.end(), -12345.0f);
-            simd::kernel_for<qk::row_kernels<B>::template dequantize>(a)(x.data(), got.data(), n);
+            simd::kernel_for<qk::quant_kernels<B>::template dequantize>(a)(x.data(), got.data(), n);
             CAPTURE(type_str<B>());
             CAPTURE(arch_str(a));
             CAPTURE(nb);
@@ -146,7 +146,7 @@ template <class B>
 void check_vec_dot() {
     using P = typename quant::block_traits<B>::dot_partner;
     constexpr auto bs = static_cast<std::size_t>(quant::block_traits<B>::block_size);
-    const auto scalar_dot = simd::kernel_for<qk::row_kernels<B>::template vec_dot>(arch_id::scalar);
+    const auto scalar_dot = simd::kernel_for<qk::quant_kernels<B>::template vec_dot>(arch_id::scalar);
     for (std::size_t nb : block_counts) {
         const auto n = static_cast<std::int64_t>(nb * bs);
         CAPTURE(type_str<B>());
@@ -159,7 +159,7 @@ void check_vec_dot() {
             REQUIRE(want == std::floor(want));
             for (auto a : simd::available_archs()) {
                 CAPTURE(arch_str(a));
-                CHECK(simd::kernel_for<qk::row_kernels<B>::template vec_dot>(a)(n, x.data(), y.data()) == want);
+                CHECK(simd::kernel_for<qk::quant_kernels<B>::template vec_dot>(a)(n, x.data(), y.data()) == want);
             }
         }
         // 2. random scales: against the scalar kernel within the f32 summation bound,
@@ -167,7 +167,7 @@ void check_vec_dot() {
         const auto x = random_blocks<B>(nb, static_cast<unsigned>(11 * nb + 3));
         const auto y = random_blocks<P>(nb, static_cast<unsigned>(13 * nb + 4));
         std::vector<float> xf(nb * bs);
-        simd::kernel_for<qk::row_kernels<B>::template dequantize>(arch_id::scalar)(x.data(), xf.data(), n);
+        simd::kernel_for<qk::quant_kernels<B>::template dequantize>(arch_id::scalar)(x.data(), xf.data(), n);
         const auto yf = partner_values(y);
         double ref = 0, mag = 0, min_terms = 0;
         for (std::size_t k = 0; k < xf.size(); ++k) {
@@ -188,7 +188,7 @@ void check_vec_dot() {
         const double bound = 4.0 * static_cast<double>(nb + 16) * 0x1p-24 * mag;
         for (auto a : simd::available_archs()) {
             CAPTURE(arch_str(a));
-            const float got = simd::kernel_for<qk::row_kernels<B>::template vec_dot>(a)(n, x.data(), y.data());
+            const float got = simd::kernel_for<qk::quant_kernels<B>::template vec_dot>(a)(n, x.data(), y.data());
             CHECK(std::fabs(got - s) <= bound);
         }
 #if defined(TESSERA_TEST_HAVE_QUANT_REF)
@@ -217,7 +217,7 @@ void check_quantize_bytes(const std::vector<float>& x, const std::string what) {
     const std::size_t nb = x.size() / bs;
     std::vector<P> want(nb), got(nb);
     std::memset(want.data(), 0x5a, nb * sizeof(P));
-    simd::kernel_for<qk::row_kernels<P>::template quantize>(arch_id::scalar)(x.data(), want.data(),
+    simd::kernel_for<qk::quant_kernels<P>::template quantize>(arch_id::scalar)(x.data(), want.data(),
                                                                               static_cast<std::int64_t>(x.size()));
 #if defined(TESSERA_TEST_HAVE_QUANT_REF)
     {
@@ -237,7 +237,7 @@ void check_quantize_bytes(const std::vector<float>& x, const std::string what) {
 #endif
     for (auto a : simd::available_archs()) {
         std::memset(got.data(), 0xa5, nb * sizeof(P));
-        simd::kernel_for<qk::row_kernels<P>::template quantize>(a)(x.data(), got.data(), static_cast<std::int64_t>(x.size()));
+        simd::kernel_for<qk::quant_kernels<P>::template quantize>(a)(x.data(), got.data(), static_cast<std::int64_t>(x.size()));
         for (std::size_t i = 0; i < nb; ++i) {
             CAPTURE(what);
             CAPTURE(arch_str(a));
@@ -253,7 +253,7 @@ template <class B>
 void check_gemv() {
     using P = typename quant::block_traits<B>::dot_partner;
     constexpr auto bs = static_cast<std::size_t>(quant::block_traits<B>::block_size);
-    const auto scalar_dot = simd::kernel_for<qk::row_kernels<B>::template vec_dot>(arch_id::scalar);
+    const auto scalar_dot = simd::kernel_for<qk::quant_kernels<B>::template vec_dot>(arch_id::scalar);
     for (std::size_t nb : {1, 5, 8}) {
         for (std::int64_t nrows : {1, 3, 4, 5, 9, 19}) {
             const std::size_t stride_blocks = nb + 1;  // rows with a gap between them
@@ -267,14 +267,14 @@ void check_gemv() {
                 CAPTURE(nb);
                 CAPTURE(nrows);
                 out.back() = 12345.0f;
-                simd::kernel_for<qk::row_kernels<B>::template gemv>(a)(n, nrows, x.data(), stride_blocks * sizeof(B), y.data(),
+                simd::kernel_for<qk::quant_kernels<B>::template gemv>(a)(n, nrows, x.data(), stride_blocks * sizeof(B), y.data(),
                                                                         out.data());
                 CHECK(out.back() == 12345.0f);  // nothing written past nrows
                 for (std::int64_t r = 0; r < nrows; ++r) {
                     const B* row = x.data() + static_cast<std::size_t>(r) * stride_blocks;
                     const float want = scalar_dot(n, row, y.data());
                     std::vector<float> xf(nb * bs);
-                    simd::kernel_for<qk::row_kernels<B>::template dequantize>(arch_id::scalar)(row, xf.data(), n);
+                    simd::kernel_for<qk::quant_kernels<B>::template dequantize>(arch_id::scalar)(row, xf.data(), n);
                     const auto yf = partner_values(y);
                     double mag = 0;
                     for (std::size_t k = 0; k < xf.size(); ++k) mag += std::fabs(xf[k] * yf[k]);

@@ -31,7 +31,6 @@
 #include "tessera/backend/cpu/rows.hpp"
 #include "tessera/graph/node.hpp"
 #include "tessera/graph/op_traits.hpp"
-#include "tessera/kernels/quant/gemm_lanes.hpp"
 #include "tessera/kernels/quant/table.hpp"
 #include "tessera/quant/reference.hpp"
 
@@ -831,10 +830,8 @@ inline void rope(const node& d, const exec_params& p) {
 // dot partner (q8_0, q8_1, q8_K), then out[m, n] = vec_dot(row m of a, row n of b).
 // Types with kernels in kernels/quant (tessera/kernels/quant/table.hpp) run the SIMD
 // quantizer and gemv of the executor's arch; the others run the scalar reference.
-template <class B>
-concept has_row_kernels = requires { sizeof(typename kernels::row_kernels<B>::template gemv<simd::scalar>); };
-static_assert(has_row_kernels<quant::block_q4_0> && has_row_kernels<quant::block_q6_K> && !has_row_kernels<quant::block_q8_K>,
-              "the SIMD path of mul_mat must see the row kernels of kernels/quant/table.hpp");
+static_assert(kernels::has_gemv<quant::block_q4_0> && kernels::has_gemv<quant::block_q6_K> && !kernels::has_gemv<quant::block_q8_K>,
+              "the SIMD path of mul_mat must see the kernels of kernels/quant/table.hpp");
 
 template <class B>
 void mul_mat_quant_typed(const node& d, const exec_params& p) {
@@ -855,7 +852,7 @@ void mul_mat_quant_typed(const node& d, const exec_params& p) {
     std::byte* bp = bq + detail::align_up(static_cast<std::size_t>(b.lay.nrows()) * qrow);
     {
         const auto [r0, r1] = p.split(b.lay.nrows());
-        const auto quantize = simd::kernel_for<kernels::row_kernels<P>::template quantize>(k.arch);
+        const auto quantize = simd::kernel_for<kernels::quant_kernels<P>::template quantize>(k.arch);
         for (std::int64_t r = r0; r < r1; ++r) {
             const auto [i1, i2, i3] = unravel_row(b.lay, r);
             auto* yq = reinterpret_cast<P*>(bq + static_cast<std::size_t>(r) * qrow);
@@ -870,7 +867,7 @@ void mul_mat_quant_typed(const node& d, const exec_params& p) {
     const auto [c0, c1] = p.split(chunks * B2 * B3);
     if constexpr (gemm_type) {
         if (packed) {  // repacked weights (rows4_x16) are read in place, plain ones decoded per 16-row panel
-            const auto gemm = simd::kernel_for<kernels::qgemm_kernels<B>::template gemm>(k.arch);
+            const auto gemm = simd::kernel_for<kernels::quant_kernels<B>::template gemm>(k.arch);
             std::byte* work = p.scratch + detail::align_up(static_cast<std::size_t>(K + 16) * 4);
             const std::size_t ldo = d.lay.nb[1] / 4;
             for (std::int64_t c = c0; c < c1; ++c) {
@@ -883,7 +880,7 @@ void mul_mat_quant_typed(const node& d, const exec_params& p) {
                     if (repacked) {
                         const std::size_t slice = kernels::repacked_bytes(a.lay.type, K, M), quad = kernels::repack_quad_bytes(a.lay.type, K);
                         const auto sl = static_cast<std::size_t>((i3 / r3) * a.lay.ne[2] + i2 / r2);
-                        simd::kernel_for<kernels::qgemm_kernels<B>::template rows4>(k.arch)(
+                        simd::kernel_for<kernels::quant_kernels<B>::template gemm_rows4>(k.arch)(
                             K, ml, N, a.bytes() + sl * slice + static_cast<std::size_t>(m0 / 4) * quad, y, prow, o, ldo);
                         continue;
                     }
@@ -893,7 +890,7 @@ void mul_mat_quant_typed(const node& d, const exec_params& p) {
             return;
         }
     }
-    const auto gemv = simd::kernel_for<kernels::row_kernels<B>::template gemv>(k.arch);
+    const auto gemv = simd::kernel_for<kernels::quant_kernels<B>::template gemv>(k.arch);
     for (std::int64_t c = c0; c < c1; ++c) {
         const std::int64_t ch = c % chunks;
         const std::int64_t i2 = (c / chunks) % B2, i3 = c / chunks / B2;
@@ -912,7 +909,7 @@ inline void mul_mat_quant(const node& d, const exec_params& p) {
     const type_id ta = a.lay.type;
     bool done = false;
     quant::visit_block_type(ta, [&]<class B>() {
-        if constexpr (has_row_kernels<B>) {
+        if constexpr (kernels::has_gemv<B>) {
             mul_mat_quant_typed<B>(d, p);
             done = true;
         }

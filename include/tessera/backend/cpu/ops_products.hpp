@@ -28,7 +28,6 @@
 #include "tessera/core/error.hpp"
 #include "tessera/backend/cpu/rows.hpp"
 #include "tessera/graph/node.hpp"
-#include "tessera/kernels/quant/gemm_lanes.hpp"
 #include "tessera/kernels/quant/table.hpp"
 #include "tessera/quant/reference.hpp"
 
@@ -40,9 +39,6 @@ namespace products_detail {
 inline std::size_t align64(std::size_t x) noexcept { return (x + 63) / 64 * 64; }
 inline constexpr std::int64_t id_rows = 64;  // weight rows per work item
 inline constexpr std::int64_t id_cols = 64;  // columns per f32 GEMM call
-
-template <class B>
-concept has_gemv = requires { sizeof(typename kernels::row_kernels<B>::template gemv<simd::scalar>); };
 
 // Bytes of one converted b row of mul_mat_id.
 inline std::size_t id_row_bytes(const node& as) {
@@ -145,7 +141,7 @@ void id_block_item(const node& d, const exec_params& p, const products_detail::i
     if constexpr (kernels::has_qgemm<B>) {
         if (sh.off[e + 1] - sh.off[e] >= kernels::qgemm_min_cols) {  // the packed GEMM, id_cols slots at a time
             using products_detail::align64, products_detail::id_cols, products_detail::id_rows;
-            const auto gemm = simd::kernel_for<kernels::qgemm_kernels<B>::template gemm>(p.k->arch);
+            const auto gemm = simd::kernel_for<kernels::quant_kernels<B>::template gemm>(p.k->arch);
             const std::size_t prow = products_detail::id_packed_row_bytes(as);
             auto* cbuf = reinterpret_cast<float*>(p.scratch + align64(static_cast<std::size_t>(K + 16) * 4));
             std::byte* work = reinterpret_cast<std::byte*>(cbuf) + align64(static_cast<std::size_t>(id_cols * id_rows) * 4);
@@ -165,8 +161,8 @@ void id_block_item(const node& d, const exec_params& p, const products_detail::i
         const std::int32_t s = sh.slots[j];
         float* o = reinterpret_cast<float*>(row_ptr(d, s % n_used, s / n_used, 0)) + m0;
         const auto* y = reinterpret_cast<const P*>(sh.rows + static_cast<std::size_t>(j) * qrow);
-        if constexpr (products_detail::has_gemv<B>) {
-            const auto gemv = simd::kernel_for<kernels::row_kernels<B>::template gemv>(p.k->arch);
+        if constexpr (kernels::has_gemv<B>) {
+            const auto gemv = simd::kernel_for<kernels::quant_kernels<B>::template gemv>(p.k->arch);
             gemv(K, ml, x, as.lay.nb[1], y, o);
         } else {
             for (std::int64_t m = 0; m < ml; ++m)
@@ -225,8 +221,8 @@ inline void mul_mat_id(const node& d, const exec_params& p) {
                 const float* x = load_row(k, b, u % n_b, t, 0, buf);
                 bool done = false;
                 quant::visit_block_type(tp, [&]<class P>() {
-                    if constexpr (requires { sizeof(typename kernels::row_kernels<P>::template quantize<simd::scalar>); }) {
-                        simd::kernel_for<kernels::row_kernels<P>::template quantize>(k.arch)(x, reinterpret_cast<P*>(dst), K);
+                    if constexpr (kernels::has_quantize<P>) {
+                        simd::kernel_for<kernels::quant_kernels<P>::template quantize>(k.arch)(x, reinterpret_cast<P*>(dst), K);
                         done = true;
                     }
                 });

@@ -1,7 +1,7 @@
 // The packed GEMM of every other block type with a vec_dot (mul_mat with many columns):
 // q4_1, q5_0, q5_1, q8_1, iq4_nl, mxfp4 (x q8_0 / q8_1), q2_K, q3_K, q5_K, q6_K, iq4_xs,
-// tq1_0, tq2_0 (x q8_K), through one tile kernel; and qgemm_kernels<B>, the GEMM kernels
-// of each block type (these and gemm.hpp's q4_0 / q8_0 / q4_K).
+// tq1_0, tq2_0 (x q8_K), through one tile kernel (table.hpp lists them by type with
+// gemm.hpp's q4_0 / q8_0 / q4_K).
 //
 // The lane scheme. A block type is described by its lane codec (lane_codec<B>): a lane
 // is a run of `lane` (32 or 16) elements with one scale; a block decodes into unsigned
@@ -498,7 +498,6 @@ void lane_gemm_wide(std::int64_t k, std::int64_t m, std::int64_t n, const B* x, 
 
 }  // namespace qdetail
 
-
 TESSERA_QGEMM_KERNEL(q4_1, lane_gemm);
 TESSERA_QGEMM_KERNEL(q5_0, lane_gemm);
 TESSERA_QGEMM_KERNEL(q5_1, lane_gemm);
@@ -512,49 +511,6 @@ TESSERA_QGEMM_KERNEL(q6_K, lane_gemm);
 TESSERA_QGEMM_KERNEL(iq4_xs, lane_gemm);
 TESSERA_QGEMM_KERNEL(tq1_0, lane_gemm);
 TESSERA_QGEMM_KERNEL(tq2_0, lane_gemm);
-
-// ---- the GEMM kernels of a block type ------------------------------------------------------
-// qgemm_kernels<B>::gemm<A>: plain rows (gemm_<T>); ::rows4<A>: weights in the repacked
-// rows4_x16 layout (q4_0, q8_0, q4_K only). Undefined for types without a packed GEMM.
-template <class B>
-struct qgemm_kernels;
-#define TESSERA_QGEMM_TABLE_(T)                 \
-    template <>                                 \
-    struct qgemm_kernels<quant::block_##T> {    \
-        template <class A>                      \
-        using gemm = gemm_##T<A>;               \
-    }
-#define TESSERA_QGEMM_TABLE_R4_(T)              \
-    template <>                                 \
-    struct qgemm_kernels<quant::block_##T> {    \
-        template <class A>                      \
-        using gemm = gemm_##T<A>;               \
-        template <class A>                      \
-        using rows4 = gemm_##T##_rows4<A>;      \
-    }
-TESSERA_QGEMM_TABLE_R4_(q4_0);
-TESSERA_QGEMM_TABLE_R4_(q8_0);
-TESSERA_QGEMM_TABLE_R4_(q4_K);
-TESSERA_QGEMM_TABLE_(q4_1);
-TESSERA_QGEMM_TABLE_(q5_0);
-TESSERA_QGEMM_TABLE_(q5_1);
-TESSERA_QGEMM_TABLE_(q8_1);
-TESSERA_QGEMM_TABLE_(iq4_nl);
-TESSERA_QGEMM_TABLE_(mxfp4);
-TESSERA_QGEMM_TABLE_(q2_K);
-TESSERA_QGEMM_TABLE_(q3_K);
-TESSERA_QGEMM_TABLE_(q5_K);
-TESSERA_QGEMM_TABLE_(q6_K);
-TESSERA_QGEMM_TABLE_(iq4_xs);
-TESSERA_QGEMM_TABLE_(tq1_0);
-TESSERA_QGEMM_TABLE_(tq2_0);
-#undef TESSERA_QGEMM_TABLE_
-#undef TESSERA_QGEMM_TABLE_R4_
-
-template <class B>
-concept has_qgemm = requires { sizeof(typename qgemm_kernels<B>::template gemm<simd::scalar>); };
-template <class B>
-concept has_qgemm_rows4 = requires { sizeof(typename qgemm_kernels<B>::template rows4<simd::scalar>); };
 
 }  // namespace kernels
 TESSERA_END_NAMESPACE
