@@ -12,8 +12,10 @@
 4. Instruction-set headers (<immintrin.h>, <arm_neon.h>, ...) only in the ISA folders of
    the kernels (kernels/x86/, kernels/arm/), each under its family's guard
    (#if defined(TESSERA_X86) / TESSERA_AARCH64).
-5. No x86 intrinsic (_mm*_..., __m128/256/512..., __mmask, _MM_...) outside kernels/x86/:
-   the portable kernel headers hold the scalar and xsimd bodies only.
+5. No x86 intrinsic (_mm*_..., __m128/256/512..., __mmask, _MM_...) outside kernels/x86/,
+   and no x86 arch tag (simd::sse4_2, simd::avx2, simd::avx512...) outside kernels/x86/
+   and simd/: the portable kernel headers hold the scalar and xsimd bodies only, and
+   what differs per arch is asked of the arch (its xsimd register size, an overload).
 Prints each violation with the file and line; exits 1 when there is any.
 `--self-test` runs the checks on a small tree with one violation of each kind and
 fails unless each is reported.
@@ -49,6 +51,7 @@ ISA_HEADERS = re.compile(r'#\s*include\s*<(immintrin|emmintrin|xmmintrin|smmintr
 # ISA folder -> the macro its files are guarded by
 ISA_DIRS = {'kernels/x86/': 'TESSERA_X86', 'kernels/arm/': 'TESSERA_AARCH64'}
 X86_CODE = re.compile(r'\b(_mm\d*_\w+|__m(?:128|256|512)\w*|__mmask\d+|_MM_\w+)')
+X86_TAG = re.compile(r'\bsimd::(sse4_2|avx2|avx512\w*)\b')
 INC = re.compile(r'#\s*include\s*"tessera/([^"]+)"')
 
 
@@ -102,6 +105,9 @@ def main():
             m = X86_CODE.search(code)
             if m and isa_dir != 'kernels/x86/':
                 errors.append(f'{rel}:{no}: x86 intrinsic {m.group(1)} outside kernels/x86/')
+            m = X86_TAG.search(code)
+            if m and isa_dir != 'kernels/x86/' and not rel.startswith('simd/'):
+                errors.append(f'{rel}:{no}: x86 arch tag simd::{m.group(1)} outside kernels/x86/ and simd/')
     # transitive: graph/ reaches no kernel, simd or backend header
     def reach(start):
         seen, todo = set(), [start]
@@ -146,13 +152,15 @@ def self_test():
         'core/a.hpp': '#pragma once\n',
         'graph/g.hpp': '#include "tessera/quant/q.hpp"\n',
         'quant/q.hpp': '#include "tessera/kernels/k.hpp"\n',  # layer + graph reaches kernels
-        'kernels/k.hpp': '#include "tessera/kernels/x86/k.hpp"\nint f() { return _mm_popcnt_u32(1); }\n',
+        'kernels/k.hpp': '#include "tessera/kernels/x86/k.hpp"\nint f() { return _mm_popcnt_u32(1); }\n'
+                         'constexpr int w = std::derived_from<A, simd::avx2> ? 8 : 1;\n',
         'kernels/x86/k.hpp': '#include <immintrin.h>\n#include "tessera/kernels/k.hpp"\n',  # unguarded + cycle
-        'kernels/x86/ok.hpp': '#if defined(TESSERA_X86)\n#include <immintrin.h>\n__m256 v;\n#endif\n',
+        'kernels/x86/ok.hpp': '#if defined(TESSERA_X86)\n#include <immintrin.h>\n__m256 v;\nusing t = simd::avx2;\n#endif\n',
         'backend/scheduler.hpp': '#include "tessera/backend/cpu.hpp"\n',
         'backend/cpu.hpp': '#include <emmintrin.h>\n',
     }
     expect = ['layer quant/ may not include kernels/', 'graph/g.hpp: reaches', 'x86 intrinsic _mm_popcnt_u32 outside',
+              'kernels/k.hpp:3: x86 arch tag simd::avx2 outside',
               'kernels/x86/k.hpp:1: instruction-set header not under', 'include cycle',
               'generic backend header includes the device header', 'backend/cpu.hpp:1: instruction-set header outside']
     with tempfile.TemporaryDirectory() as d:

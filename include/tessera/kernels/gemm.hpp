@@ -133,14 +133,17 @@ enum class gemm_a_type : std::uint8_t { f32, f16, bf16 };
 }  // namespace detail
 
 // The register tile of gemm_f32_pb per arch: MR rows of a (two vectors of w floats) x NR
-// columns. Written out per level rather than read off xsimd::batch, so that code built
-// for another arch (the executor asks fgemm_nr) never instantiates a wide batch type.
+// columns. w comes from the xsimd arch's register size, not from xsimd::batch, so that
+// code built for another arch (the executor asks fgemm_nr) never instantiates a wide
+// batch type.
 template <class A>
 struct fgemm_shape {
-    static constexpr std::size_t w = std::derived_from<A, simd::avx512bw> ? 16
-                                     : std::derived_from<A, simd::avx2>   ? 8
-                                     : std::derived_from<A, simd::sse4_2> ? 4
-                                                                          : 1;
+    static constexpr std::size_t w = [] {
+        if constexpr (requires { typename A::xsimd_arch; })
+            return A::xsimd_arch::alignment() / sizeof(float);
+        else
+            return std::size_t{1};
+    }();
     static constexpr std::size_t mr = w == 1 ? 4 : 2 * w;
     static constexpr std::size_t nr = w >= 16 ? 12 : w == 1 ? 4 : 6;
 };
@@ -192,6 +195,11 @@ TESSERA_ALWAYS_INLINE void fgemm_transpose(const float* const* src, std::size_t 
                                            simd::requires_arch<simd::scalar>) {
     fgemm_transpose<A, G>(src, 0, n, dst, ld);
 }
+// Rows a pack step transposes at once: 1 where the arch has no transpose body of its own.
+template <class A>
+constexpr std::size_t fgemm_transpose_rows(simd::requires_arch<simd::scalar>) {
+    return 1;
+}
 }  // namespace detail
 }  // namespace kernels
 TESSERA_END_NAMESPACE
@@ -208,7 +216,7 @@ namespace detail {
 template <class A, std::size_t MR>
 void fgemm_pack_a(gemm_a_type t, const std::byte* a, std::size_t lda, std::size_t ml, std::size_t k0, std::size_t kl,
                   float* out, float* tmp) {
-    constexpr std::size_t G = std::derived_from<A, simd::avx2> ? fgemm_shape<A>::w : 1;
+    constexpr std::size_t G = fgemm_transpose_rows<A>(A{});
     static_assert(MR % G == 0);
     float* zeros = tmp + G * fgemm_kc;
     std::fill(zeros, zeros + kl, 0.f);

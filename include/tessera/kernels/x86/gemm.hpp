@@ -17,6 +17,11 @@ TESSERA_BEGIN_NAMESPACE
 namespace kernels {
 namespace detail {
 
+// AVX2 and up transpose a vector's width of rows at once.
+template <class A>
+constexpr std::size_t fgemm_transpose_rows(simd::requires_arch<simd::avx2>) {
+    return A::xsimd_arch::alignment() / sizeof(float);  // fgemm_shape<A>::w
+}
 template <class A, std::size_t G>
 TESSERA_ALWAYS_INLINE void fgemm_transpose(const float* const* src, std::size_t n, float* dst, std::size_t ld,
                                            simd::requires_arch<simd::avx2>) {
