@@ -1,9 +1,10 @@
-// x86 bodies of the quantized dot products of kernels/quant/vec_dot.hpp: AVX2 for
-// q8_0, q4_0, q4_K, q6_K and the f16/bf16 rows; AVX-512 BW (VNNI through dpbusd512 /
-// dpwssd512) for every block type with a SIMD body; and the four-row q4_0 matrix x
-// vector. Each returns what the scalar body there returns, within the bounds of
-// tests/simd. Part of kernels/quant/vec_dot.hpp, which includes it after the scalar
-// bodies.
+// x86 bodies of the quantized dot products of kernels/quant/vec_dot.hpp. q8_0, q4_0,
+// q4_K, q6_K and the f16 / bf16 rows have one body each for both widths, over vector
+// traits (vd256: AVX2, vd512: AVX-512; f32x8 / f32x16); the other block types with a
+// SIMD body have an AVX-512 BW one (VNNI through dpbusd512 / dpwssd512); and the
+// four-row q4_0 matrix x vector. Each returns what the scalar body there returns, within
+// the bounds of tests/kernels. Part of kernels/quant/vec_dot.hpp, which includes it after
+// the scalar bodies.
 #pragma once
 
 #include "tessera/config.hpp"
@@ -13,6 +14,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include <immintrin.h>
 
@@ -27,67 +29,7 @@ namespace qdetail {
 
 namespace q = ::tessera::quant;
 
-// ---- AVX2 ------------------------------------------------------------------------------------
-template <class A>
-float vdot(std::int64_t n, const q::block_q8_0* x, const q::block_q8_0* y, simd::requires_arch<simd::avx2>) {
-    __m256 acc = _mm256_setzero_ps();
-    for (std::int64_t i = 0; i < n / 32; ++i) {
-        const __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[i].qs));
-        const __m256i yv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[i].qs));
-        const __m256i p = dpbusd256<A>(_mm256_setzero_si256(), _mm256_sign_epi8(xv, xv), _mm256_sign_epi8(yv, xv));
-        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(h2f<A>(x[i].d) * h2f<A>(y[i].d)), acc);
-    }
-    return hsum256<A>(acc);
-}
-template <class A>
-float vdot(std::int64_t n, const q::block_q4_0* x, const q::block_q8_0* y, simd::requires_arch<simd::avx2>) {
-    __m256 acc = _mm256_setzero_ps();
-    const __m256i m4 = _mm256_set1_epi8(0x0F), k8 = _mm256_set1_epi8(8), ones = _mm256_set1_epi16(1);
-    for (std::int64_t i = 0; i < n / 32; ++i) {
-        const __m128i qv = _mm_loadu_si128(reinterpret_cast<const __m128i*>(x[i].qs));
-        const __m256i xv = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(qv, 4), qv), m4);
-        const __m256i yv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[i].qs));
-        const __m256i p16 = _mm256_sub_epi16(_mm256_maddubs_epi16(xv, yv), _mm256_maddubs_epi16(k8, yv));
-        const __m256i p = _mm256_madd_epi16(p16, ones);
-        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(h2f<A>(x[i].d) * h2f<A>(y[i].d)), acc);
-    }
-    return hsum256<A>(acc);
-}
-template <class A>
-float vdot_f16(std::int64_t n, const f16* x, const f16* y, simd::requires_arch<simd::avx2>) {
-    __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps(), a2 = _mm256_setzero_ps(), a3 = _mm256_setzero_ps();
-    std::int64_t i = 0;
-    auto ld = [](const f16* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); };
-    for (; i + 32 <= n; i += 32) {
-        a0 = _mm256_fmadd_ps(ld(x + i), ld(y + i), a0);
-        a1 = _mm256_fmadd_ps(ld(x + i + 8), ld(y + i + 8), a1);
-        a2 = _mm256_fmadd_ps(ld(x + i + 16), ld(y + i + 16), a2);
-        a3 = _mm256_fmadd_ps(ld(x + i + 24), ld(y + i + 24), a3);
-    }
-    for (; i + 8 <= n; i += 8) a0 = _mm256_fmadd_ps(ld(x + i), ld(y + i), a0);
-    float s = hsum256<A>(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
-    for (; i < n; ++i) s += h2f<A>(x[i]) * h2f<A>(y[i]);
-    return s;
-}
-template <class A>
-float vdot_bf16(std::int64_t n, const bf16* x, const bf16* y, simd::requires_arch<simd::avx2>) {
-    __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
-    std::int64_t i = 0;
-    auto ld = [](const bf16* p) {
-        return _mm256_castsi256_ps(
-            _mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))), 16));
-    };
-    for (; i + 16 <= n; i += 16) {
-        a0 = _mm256_fmadd_ps(ld(x + i), ld(y + i), a0);
-        a1 = _mm256_fmadd_ps(ld(x + i + 8), ld(y + i + 8), a1);
-    }
-    for (; i + 8 <= n; i += 8) a0 = _mm256_fmadd_ps(ld(x + i), ld(y + i), a0);
-    float s = hsum256<A>(_mm256_add_ps(a0, a1));
-    for (; i < n; ++i) s += bf2f<A>(x[i]) * bf2f<A>(y[i]);
-    return s;
-}
-
-// ---- AVX-512 (BW, and VNNI through dpbusd512 / dpwssd512) ----------------------------------
+// ---- helpers (AVX-512 BW, and VNNI through dpbusd512 / dpwssd512) ------------------------
 // Per-block scale products d_x * d_y of four consecutive 32-element blocks, spread
 // over two vectors: lanes 0-7 block 0, 8-15 block 1 (s01), then blocks 2, 3 (s23).
 template <class A, class BX, class BY>
@@ -110,24 +52,6 @@ TESSERA_ALWAYS_INLINE __m512i dot_s8s8_512(__m512i x, __m512i y) {
     return dpbusd512<A>(_mm512_setzero_si512(), _mm512_abs_epi8(x), sy);
 }
 
-template <class A>
-float vdot(std::int64_t n, const q::block_q8_0* x, const q::block_q8_0* y, simd::requires_arch<simd::avx512bw>) {
-    const std::int64_t nb = n / 32;
-    __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
-    std::int64_t i = 0;
-    for (; i + 4 <= nb; i += 4) {
-        __m512 s01, s23;
-        scales4<A>(x + i, y + i, s01, s23);
-        const __m512i p0 = dot_s8s8_512<A>(load_2x256<A>(x[i].qs, x[i + 1].qs), load_2x256<A>(y[i].qs, y[i + 1].qs));
-        const __m512i p1 = dot_s8s8_512<A>(load_2x256<A>(x[i + 2].qs, x[i + 3].qs), load_2x256<A>(y[i + 2].qs, y[i + 3].qs));
-        acc0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p0), s01, acc0);
-        acc1 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p1), s23, acc1);
-    }
-    float s = hsum512<A>(_mm512_add_ps(acc0, acc1));
-    if (i < nb) s += vdot<A>((nb - i) * 32, x + i, y + i, simd::avx2{});
-    return s;
-}
-
 // Nibbles of two 16-byte groups (q4_0 order) as bytes: [a low, a high, b low, b high],
 // i.e. the 64 elements of two 32-element blocks in order.
 template <class A>
@@ -143,25 +67,6 @@ template <class A, class B>
 TESSERA_ALWAYS_INLINE __m512i q4_0_pair(const B* x) {
     return nibbles_pair<A>(x[0].qs, x[1].qs);
 }
-template <class A>
-float vdot(std::int64_t n, const q::block_q4_0* x, const q::block_q8_0* y, simd::requires_arch<simd::avx512bw>) {
-    const std::int64_t nb = n / 32;
-    __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
-    const __m512i k8 = _mm512_set1_epi8(8), z = _mm512_setzero_si512();
-    std::int64_t i = 0;
-    for (; i + 4 <= nb; i += 4) {
-        __m512 s01, s23;
-        scales4<A>(x + i, y + i, s01, s23);
-        const __m512i y0 = load_2x256<A>(y[i].qs, y[i + 1].qs), y1 = load_2x256<A>(y[i + 2].qs, y[i + 3].qs);
-        const __m512i p0 = _mm512_sub_epi32(dpbusd512<A>(z, q4_0_pair<A>(x + i), y0), dpbusd512<A>(z, k8, y0));
-        const __m512i p1 = _mm512_sub_epi32(dpbusd512<A>(z, q4_0_pair<A>(x + i + 2), y1), dpbusd512<A>(z, k8, y1));
-        acc0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p0), s01, acc0);
-        acc1 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p1), s23, acc1);
-    }
-    float s = hsum512<A>(_mm512_add_ps(acc0, acc1));
-    if (i < nb) s += vdot<A>((nb - i) * 32, x + i, y + i, simd::avx2{});
-    return s;
-}
 
 // The eight 6-bit scales (bytes 0-7) and mins (bytes 8-15) of a q4_K/q5_K block.
 template <class A>
@@ -176,99 +81,284 @@ TESSERA_ALWAYS_INLINE __m128i k4_scales_mins(const std::uint8_t* s) {
     u[0] &= k1;
     return _mm_loadu_si128(reinterpret_cast<const __m128i*>(u));
 }
+
+// ---- q8_0 and q4_0 x q8_0: one body for both widths -----------------------------------------
+// Block traits: `blocks` 32-element blocks per vector (1: AVX2, 2: AVX-512); load / q4
+// read the bytes or the nibbles of that many consecutive blocks; scales2 gives the scale
+// products d_x * d_y of the 2 * blocks blocks of one step, each over its block's lanes;
+// dot_s8s8 / dot_q4 the integer dot of a vector of blocks in 32-bit lanes (q4: the
+// nibbles minus 8, folded in as -8 * y).
 template <class A>
-float vdot(std::int64_t n, const q::block_q4_K* x, const q::block_q8_K* y, simd::requires_arch<simd::avx512bw>) {
-    __m512 acc = _mm512_setzero_ps();
-    __m256 accm = _mm256_setzero_ps();
-    const __m512i m4 = _mm512_set1_epi8(0x0F);
-    const __m512i cnt = _mm512_setr_epi64(0, 0, 0, 0, 0x0004000400040004, 0x0004000400040004, 0x0004000400040004,
-                                          0x0004000400040004);
-    for (std::int64_t i = 0; i < n / q::qk_k; ++i) {
-        const __m128i sm = k4_scales_mins<A>(x[i].scales);
-        const __m512i sc16 = _mm512_castsi128_si512(_mm_cvtepu8_epi16(sm));  // scales as i16 lanes 0..7
-        const __m256i mn32 = _mm256_cvtepu8_epi32(_mm_srli_si128(sm, 8));
-        const __m256i mn16 = _mm256_or_si256(mn32, _mm256_slli_epi32(mn32, 16));  // each min twice
-        const __m256i bs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[i].bsums));
-        const __m256i summ = _mm256_madd_epi16(bs, mn16);
-        __m512i sumi = _mm512_setzero_si512();
-        for (int j = 0; j < 4; ++j) {
-            const __m512i qv = _mm512_and_si512(
-                _mm512_srlv_epi16(bcast256<A>(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[i].qs + 32 * j))),
-                                  cnt),
-                m4);
-            const __m512i yv = _mm512_loadu_si512(y[i].qs + 64 * j);
-            const __m512i p = _mm512_maddubs_epi16(qv, yv);
-            const __m512i idx = _mm512_inserti64x4(_mm512_set1_epi16(static_cast<short>(2 * j)),
-                                                   _mm256_set1_epi16(static_cast<short>(2 * j + 1)), 1);
-            sumi = dpwssd512<A>(sumi, p, _mm512_permutexvar_epi16(idx, sc16));
-        }
-        const float dy = y[i].d;
-        acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sumi), _mm512_set1_ps(dy * h2f<A>(x[i].d)), acc);
-        accm = _mm256_fmadd_ps(_mm256_cvtepi32_ps(summ), _mm256_set1_ps(dy * h2f<A>(x[i].dmin)), accm);
+struct vd256 {
+    using vi = __m256i;
+    using vf = __m256;
+    static constexpr int blocks = 1;
+    static TESSERA_ALWAYS_INLINE vf zerof() { return _mm256_setzero_ps(); }
+    static TESSERA_ALWAYS_INLINE vf fma(vi p, vf s, vf acc) { return _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), s, acc); }
+    static TESSERA_ALWAYS_INLINE float hsum(vf a, vf b) { return hsum256<A>(_mm256_add_ps(a, b)); }
+    template <class B>
+    static TESSERA_ALWAYS_INLINE vi load(const B* b) {
+        return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b[0].qs));
     }
-    return hsum512<A>(acc) - hsum256<A>(accm);
+    template <class B>
+    static TESSERA_ALWAYS_INLINE vi q4(const B* b) {
+        const __m128i qv = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b[0].qs));
+        return _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(qv, 4), qv), _mm256_set1_epi8(0x0F));
+    }
+    template <class BX, class BY>
+    static TESSERA_ALWAYS_INLINE vf scale1(const BX* x, const BY* y) {
+        return _mm256_set1_ps(h2f<A>(x[0].d) * h2f<A>(y[0].d));
+    }
+    template <class BX, class BY>
+    static TESSERA_ALWAYS_INLINE void scales2(const BX* x, const BY* y, vf& s0, vf& s1) {
+        s0 = scale1(x, y);
+        s1 = scale1(x + 1, y + 1);
+    }
+    static TESSERA_ALWAYS_INLINE vi dot_s8s8(vi x, vi y) {
+        return dpbusd256<A>(_mm256_setzero_si256(), _mm256_sign_epi8(x, x), _mm256_sign_epi8(y, x));
+    }
+    static TESSERA_ALWAYS_INLINE vi dot_q4(vi q, vi y) {  // in i16 first: one widening for both products
+        const __m256i p16 = _mm256_sub_epi16(_mm256_maddubs_epi16(q, y), _mm256_maddubs_epi16(_mm256_set1_epi8(8), y));
+        return _mm256_madd_epi16(p16, _mm256_set1_epi16(1));
+    }
+    // ---- K-quants: sub-blocks of 32 (q4_K) or 16 (q6_K) elements, i16 products
+    static TESSERA_ALWAYS_INLINE vi zero() { return _mm256_setzero_si256(); }
+    static TESSERA_ALWAYS_INLINE vi load_y(const std::int8_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
+    static TESSERA_ALWAYS_INLINE vi maddubs(vi u, vi s) { return _mm256_maddubs_epi16(u, s); }
+    static TESSERA_ALWAYS_INLINE vi dpwssd(vi acc, vi a, vi b) { return _mm256_add_epi32(acc, _mm256_madd_epi16(a, b)); }
+    static TESSERA_ALWAYS_INLINE vf fmaf(vi p, float s, vf acc) {
+        return _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(s), acc);
+    }
+    static TESSERA_ALWAYS_INLINE float hsum1(vf a) { return hsum256<A>(a); }
+    // q4_K: the 64 nibbles of 32 bytes (low nibbles: sub-block 2j, high: 2j + 1), and each
+    // element's 6-bit scale as i16 (k4s: the scales and mins of k4_scales_mins)
+    struct k4s {
+        alignas(16) std::uint8_t b[16];
+    };
+    static TESSERA_ALWAYS_INLINE k4s k4_prep(__m128i sm) {
+        k4s r;
+        _mm_store_si128(reinterpret_cast<__m128i*>(r.b), sm);
+        return r;
+    }
+    static TESSERA_ALWAYS_INLINE void k4_nibbles(const std::uint8_t* qs, vi out[2]) {
+        const __m256i qv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs)), m4 = _mm256_set1_epi8(0x0F);
+        out[0] = _mm256_and_si256(qv, m4);
+        out[1] = _mm256_and_si256(_mm256_srli_epi16(qv, 4), m4);
+    }
+    static TESSERA_ALWAYS_INLINE void k4_scales(const k4s& s, int j, vi out[2]) {
+        out[0] = _mm256_set1_epi16(s.b[2 * j]);
+        out[1] = _mm256_set1_epi16(s.b[2 * j + 1]);
+    }
+    // q6_K: the 6-bit values of half h (128 elements, 32 per vector) and their i16 scales
+    using q6s = const std::int8_t*;
+    static TESSERA_ALWAYS_INLINE q6s q6_prep(const std::int8_t* scales) { return scales; }
+    static TESSERA_ALWAYS_INLINE void q6_values(const std::uint8_t* ql, const std::uint8_t* qh, vi out[4]) {
+        const __m256i m4 = _mm256_set1_epi8(0x0F), m30 = _mm256_set1_epi8(0x30);
+        const __m256i l0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ql));
+        const __m256i l1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ql + 32));
+        const __m256i hh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qh));
+        out[0] = _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_and_si256(_mm256_slli_epi16(hh, 4), m30));
+        out[1] = _mm256_or_si256(_mm256_and_si256(l1, m4), _mm256_and_si256(_mm256_slli_epi16(hh, 2), m30));
+        out[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4), _mm256_and_si256(hh, m30));
+        out[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4), _mm256_and_si256(_mm256_srli_epi16(hh, 2), m30));
+    }
+    static TESSERA_ALWAYS_INLINE vi q6_scale(q6s sc, int h, int k) {  // vector k of half h: two scales of 16
+        const int b = 8 * h + 2 * k;
+        return _mm256_set_m128i(_mm_set1_epi16(sc[b + 1]), _mm_set1_epi16(sc[b]));
+    }
+    static TESSERA_ALWAYS_INLINE vi sub_shl5(vi v, __m256i c) { return _mm256_sub_epi32(v, _mm256_slli_epi32(c, 5)); }
+};
+template <class A>
+struct vd512 {
+    using vi = __m512i;
+    using vf = __m512;
+    using half = vd256<A>;  // the tail of fewer than four blocks
+    static constexpr int blocks = 2;
+    static TESSERA_ALWAYS_INLINE vf zerof() { return _mm512_setzero_ps(); }
+    static TESSERA_ALWAYS_INLINE vf fma(vi p, vf s, vf acc) { return _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), s, acc); }
+    static TESSERA_ALWAYS_INLINE float hsum(vf a, vf b) { return hsum512<A>(_mm512_add_ps(a, b)); }
+    template <class B>
+    static TESSERA_ALWAYS_INLINE vi load(const B* b) {
+        return load_2x256<A>(b[0].qs, b[1].qs);
+    }
+    template <class B>
+    static TESSERA_ALWAYS_INLINE vi q4(const B* b) {
+        return nibbles_pair<A>(b[0].qs, b[1].qs);
+    }
+    template <class BX, class BY>
+    static TESSERA_ALWAYS_INLINE void scales2(const BX* x, const BY* y, vf& s0, vf& s1) {
+        scales4<A>(x, y, s0, s1);
+    }
+    static TESSERA_ALWAYS_INLINE vi dot_s8s8(vi x, vi y) { return dot_s8s8_512<A>(x, y); }
+    static TESSERA_ALWAYS_INLINE vi dot_q4(vi q, vi y) {
+        const __m512i z = _mm512_setzero_si512();
+        return _mm512_sub_epi32(dpbusd512<A>(z, q, y), dpbusd512<A>(z, _mm512_set1_epi8(8), y));
+    }
+    // ---- K-quants (see vd256)
+    static TESSERA_ALWAYS_INLINE vi zero() { return _mm512_setzero_si512(); }
+    static TESSERA_ALWAYS_INLINE vi load_y(const std::int8_t* p) { return _mm512_loadu_si512(p); }
+    static TESSERA_ALWAYS_INLINE vi maddubs(vi u, vi s) { return _mm512_maddubs_epi16(u, s); }
+    static TESSERA_ALWAYS_INLINE vi dpwssd(vi acc, vi a, vi b) { return dpwssd512<A>(acc, a, b); }
+    static TESSERA_ALWAYS_INLINE vf fmaf(vi p, float s, vf acc) {
+        return _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), _mm512_set1_ps(s), acc);
+    }
+    static TESSERA_ALWAYS_INLINE float hsum1(vf a) { return hsum512<A>(a); }
+    using k4s = __m512i;  // the eight scales as i16 lanes 0..7
+    static TESSERA_ALWAYS_INLINE k4s k4_prep(__m128i sm) { return _mm512_castsi128_si512(_mm_cvtepu8_epi16(sm)); }
+    static TESSERA_ALWAYS_INLINE void k4_nibbles(const std::uint8_t* qs, vi out[1]) {  // [low 32 | high 32]
+        const __m512i cnt = _mm512_setr_epi64(0, 0, 0, 0, 0x0004000400040004, 0x0004000400040004, 0x0004000400040004,
+                                              0x0004000400040004);
+        out[0] = _mm512_and_si512(_mm512_srlv_epi16(bcast256<A>(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs))), cnt),
+                                  _mm512_set1_epi8(0x0F));
+    }
+    static TESSERA_ALWAYS_INLINE void k4_scales(k4s s, int j, vi out[1]) {
+        const __m512i idx = _mm512_inserti64x4(_mm512_set1_epi16(static_cast<short>(2 * j)),
+                                               _mm256_set1_epi16(static_cast<short>(2 * j + 1)), 1);
+        out[0] = _mm512_permutexvar_epi16(idx, s);
+    }
+    using q6s = __m512i;  // the sixteen scales as i16 lanes 0..15
+    static TESSERA_ALWAYS_INLINE q6s q6_prep(const std::int8_t* scales) {
+        return _mm512_castsi256_si512(_mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales))));
+    }
+    static TESSERA_ALWAYS_INLINE void q6_values(const std::uint8_t* ql, const std::uint8_t* qh, vi out[2]) {
+        const __m512i m4 = _mm512_set1_epi8(0x0F), m30 = _mm512_set1_epi8(0x30);
+        const __m512i shl = _mm512_setr_epi64(0x0004000400040004, 0x0004000400040004, 0x0004000400040004,
+                                              0x0004000400040004, 0x0002000200020002, 0x0002000200020002,
+                                              0x0002000200020002, 0x0002000200020002);
+        const __m512i shr = _mm512_setr_epi64(0, 0, 0, 0, 0x0002000200020002, 0x0002000200020002, 0x0002000200020002,
+                                              0x0002000200020002);
+        const __m512i l = _mm512_loadu_si512(ql);
+        const __m512i hh = bcast256<A>(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(qh)));
+        out[0] = _mm512_or_si512(_mm512_and_si512(l, m4), _mm512_and_si512(_mm512_sllv_epi16(hh, shl), m30));
+        out[1] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l, 4), m4), _mm512_and_si512(_mm512_srlv_epi16(hh, shr), m30));
+    }
+    static TESSERA_ALWAYS_INLINE vi q6_scale(q6s scw, int h, int k) {  // vector k of half h: four scales of 16
+        const long long b = 8 * h + 4 * k;
+        const __m512i idx = _mm512_setr_epi64(0x0001000100010001LL * b, 0x0001000100010001LL * b,
+                                              0x0001000100010001LL * (b + 1), 0x0001000100010001LL * (b + 1),
+                                              0x0001000100010001LL * (b + 2), 0x0001000100010001LL * (b + 2),
+                                              0x0001000100010001LL * (b + 3), 0x0001000100010001LL * (b + 3));
+        return _mm512_permutexvar_epi16(idx, scw);
+    }
+    static TESSERA_ALWAYS_INLINE vi sub_shl5(vi v, __m256i c) {
+        return _mm512_sub_epi32(v, _mm512_slli_epi32(_mm512_zextsi256_si512(c), 5));
+    }
+};
+
+// x (q8_0 or q4_0) . y (q8_0): two vectors of blocks per step into two accumulators; the
+// last block (AVX2) or the last one to three (AVX-512, through the AVX2 traits) after.
+template <class A, class V, class BX>
+float vdot_32(std::int64_t n, const BX* x, const q::block_q8_0* y) {
+    constexpr bool q4 = std::is_same_v<BX, q::block_q4_0>;
+    constexpr int nbv = V::blocks;
+    const auto step = [&](std::int64_t i, typename V::vf s, typename V::vf acc) {
+        if constexpr (q4)
+            return V::fma(V::dot_q4(V::q4(x + i), V::load(y + i)), s, acc);
+        else
+            return V::fma(V::dot_s8s8(V::load(x + i), V::load(y + i)), s, acc);
+    };
+    const std::int64_t nb = n / 32;
+    typename V::vf acc0 = V::zerof(), acc1 = acc0;
+    std::int64_t i = 0;
+    for (; i + 2 * nbv <= nb; i += 2 * nbv) {
+        typename V::vf s0, s1;
+        V::scales2(x + i, y + i, s0, s1);
+        acc0 = step(i, s0, acc0);
+        acc1 = step(i + nbv, s1, acc1);
+    }
+    if constexpr (nbv == 1) {
+        if (i < nb) acc0 = step(i, V::scale1(x + i, y + i), acc0), ++i;
+    }
+    float s = V::hsum(acc0, acc1);
+    if constexpr (nbv > 1) {
+        if (i < nb) s += vdot_32<A, typename V::half>((nb - i) * 32, x + i, y + i);
+    }
+    return s;
+}
+template <class A>
+float vdot(std::int64_t n, const q::block_q8_0* x, const q::block_q8_0* y, simd::requires_arch<simd::avx2>) {
+    return vdot_32<A, vd256<A>>(n, x, y);
+}
+template <class A>
+float vdot(std::int64_t n, const q::block_q4_0* x, const q::block_q8_0* y, simd::requires_arch<simd::avx2>) {
+    return vdot_32<A, vd256<A>>(n, x, y);
+}
+template <class A>
+float vdot(std::int64_t n, const q::block_q8_0* x, const q::block_q8_0* y, simd::requires_arch<simd::avx512bw>) {
+    return vdot_32<A, vd512<A>>(n, x, y);
+}
+template <class A>
+float vdot(std::int64_t n, const q::block_q4_0* x, const q::block_q8_0* y, simd::requires_arch<simd::avx512bw>) {
+    return vdot_32<A, vd512<A>>(n, x, y);
 }
 
-template <class A>
-float vdot(std::int64_t n, const q::block_q6_K* x, const q::block_q8_K* y, simd::requires_arch<simd::avx512bw>) {
-    __m512 acc = _mm512_setzero_ps();
-    const __m512i m4 = _mm512_set1_epi8(0x0F), m30 = _mm512_set1_epi8(0x30);
-    const __m512i shl = _mm512_setr_epi64(0x0004000400040004, 0x0004000400040004, 0x0004000400040004,
-                                          0x0004000400040004, 0x0002000200020002, 0x0002000200020002,
-                                          0x0002000200020002, 0x0002000200020002);
-    const __m512i shr = _mm512_setr_epi64(0, 0, 0, 0, 0x0002000200020002, 0x0002000200020002, 0x0002000200020002,
-                                          0x0002000200020002);
+// ---- q4_K and q6_K x q8_K: one body for both widths ---------------------------------------
+// Per super-block: the i16 products of each vector of weights with its activations, times
+// their sub-block scales into i32 lanes (dpwssd), then one FMA by d * d_y. q4_K's mins
+// and q6_K's -32 offset go through the activations' sums (bsums), 16 per super-block.
+template <class A, class V>
+float vdot_q4K(std::int64_t n, const q::block_q4_K* x, const q::block_q8_K* y) {
+    constexpr int parts = 64 / static_cast<int>(sizeof(typename V::vi));  // vectors per 64 elements
+    typename V::vf acc = V::zerof();
+    __m256 accm = _mm256_setzero_ps();
+    for (std::int64_t i = 0; i < n / q::qk_k; ++i) {
+        const __m128i sm = k4_scales_mins<A>(x[i].scales);
+        const __m256i mn32 = _mm256_cvtepu8_epi32(_mm_srli_si128(sm, 8));
+        const __m256i mn16 = _mm256_or_si256(mn32, _mm256_slli_epi32(mn32, 16));  // each min twice
+        const __m256i summ = _mm256_madd_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[i].bsums)), mn16);
+        const auto sc = V::k4_prep(sm);
+        typename V::vi sumi = V::zero();
+        for (int j = 0; j < 4; ++j) {
+            typename V::vi q[parts], s[parts];
+            V::k4_nibbles(x[i].qs + 32 * j, q);
+            V::k4_scales(sc, j, s);
+            for (int k = 0; k < parts; ++k)
+                sumi = V::dpwssd(sumi, V::maddubs(q[k], V::load_y(y[i].qs + 64 * j + static_cast<int>(sizeof(q[k])) * k)), s[k]);
+        }
+        acc = V::fmaf(sumi, y[i].d * h2f<A>(x[i].d), acc);
+        accm = _mm256_fmadd_ps(_mm256_cvtepi32_ps(summ), _mm256_set1_ps(y[i].d * h2f<A>(x[i].dmin)), accm);
+    }
+    return V::hsum1(acc) - hsum256<A>(accm);
+}
+template <class A, class V>
+float vdot_q6K(std::int64_t n, const q::block_q6_K* x, const q::block_q8_K* y) {
+    constexpr int parts = 128 / static_cast<int>(sizeof(typename V::vi));  // vectors per half super-block
+    typename V::vf acc = V::zerof();
     for (std::int64_t i = 0; i < n / q::qk_k; ++i) {
         const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x[i].scales)));
-        const __m512i scw = _mm512_castsi256_si512(sc16);
-        const __m256i bs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[i].bsums));
-        const __m256i corr = _mm256_madd_epi16(bs, sc16);  // sum of scale * bsum, 8 lanes
-        __m512i sumi = _mm512_setzero_si512();
+        const __m256i corr = _mm256_madd_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[i].bsums)), sc16);
+        const auto sc = V::q6_prep(x[i].scales);
+        typename V::vi sumi = V::zero();
         for (int h = 0; h < 2; ++h) {
-            const __m512i l = _mm512_loadu_si512(x[i].ql + 64 * h);
-            const __m512i hh = bcast256<A>(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[i].qh + 32 * h)));
-            const __m512i qa = _mm512_or_si512(_mm512_and_si512(l, m4), _mm512_and_si512(_mm512_sllv_epi16(hh, shl), m30));
-            const __m512i qb = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l, 4), m4),
-                                               _mm512_and_si512(_mm512_srlv_epi16(hh, shr), m30));
-            const __m512i pa = _mm512_maddubs_epi16(qa, _mm512_loadu_si512(y[i].qs + 128 * h));
-            const __m512i pb = _mm512_maddubs_epi16(qb, _mm512_loadu_si512(y[i].qs + 128 * h + 64));
-            const short b = static_cast<short>(8 * h);
-            const __m512i ia = _mm512_setr_epi64(0x0001000100010001LL * b, 0x0001000100010001LL * b,
-                                                 0x0001000100010001LL * (b + 1), 0x0001000100010001LL * (b + 1),
-                                                 0x0001000100010001LL * (b + 2), 0x0001000100010001LL * (b + 2),
-                                                 0x0001000100010001LL * (b + 3), 0x0001000100010001LL * (b + 3));
-            const __m512i ib = _mm512_add_epi16(ia, _mm512_set1_epi16(4));
-            sumi = dpwssd512<A>(sumi, pa, _mm512_permutexvar_epi16(ia, scw));
-            sumi = dpwssd512<A>(sumi, pb, _mm512_permutexvar_epi16(ib, scw));
+            typename V::vi q[parts];
+            V::q6_values(x[i].ql + 64 * h, x[i].qh + 32 * h, q);
+            for (int k = 0; k < parts; ++k)
+                sumi = V::dpwssd(sumi, V::maddubs(q[k], V::load_y(y[i].qs + 128 * h + static_cast<int>(sizeof(q[k])) * k)),
+                                 V::q6_scale(sc, h, k));
         }
-        sumi = _mm512_sub_epi32(sumi, _mm512_slli_epi32(_mm512_zextsi256_si512(corr), 5));
-        acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sumi), _mm512_set1_ps(y[i].d * h2f<A>(x[i].d)), acc);
+        acc = V::fmaf(V::sub_shl5(sumi, corr), y[i].d * h2f<A>(x[i].d), acc);
     }
-    return hsum512<A>(acc);
+    return V::hsum1(acc);
+}
+template <class A>
+float vdot(std::int64_t n, const q::block_q4_K* x, const q::block_q8_K* y, simd::requires_arch<simd::avx2>) {
+    return vdot_q4K<A, vd256<A>>(n, x, y);
+}
+template <class A>
+float vdot(std::int64_t n, const q::block_q6_K* x, const q::block_q8_K* y, simd::requires_arch<simd::avx2>) {
+    return vdot_q6K<A, vd256<A>>(n, x, y);
+}
+template <class A>
+float vdot(std::int64_t n, const q::block_q4_K* x, const q::block_q8_K* y, simd::requires_arch<simd::avx512bw>) {
+    return vdot_q4K<A, vd512<A>>(n, x, y);
+}
+template <class A>
+float vdot(std::int64_t n, const q::block_q6_K* x, const q::block_q8_K* y, simd::requires_arch<simd::avx512bw>) {
+    return vdot_q6K<A, vd512<A>>(n, x, y);
 }
 
 // (f16 has no 512-bit body: vcvtph2ps on zmm is slower here than two on ymm, so the
 // AVX2 body serves the AVX-512 levels too.)
-template <class A>
-float vdot_bf16(std::int64_t n, const bf16* x, const bf16* y, simd::requires_arch<simd::avx512bw>) {
-    __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps(), a2 = _mm512_setzero_ps(), a3 = _mm512_setzero_ps();
-    std::int64_t i = 0;
-    auto ld = [](const bf16* p) {
-        return _mm512_castsi512_ps(
-            _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))), 16));
-    };
-    for (; i + 64 <= n; i += 64) {
-        a0 = _mm512_fmadd_ps(ld(x + i), ld(y + i), a0);
-        a1 = _mm512_fmadd_ps(ld(x + i + 16), ld(y + i + 16), a1);
-        a2 = _mm512_fmadd_ps(ld(x + i + 32), ld(y + i + 32), a2);
-        a3 = _mm512_fmadd_ps(ld(x + i + 48), ld(y + i + 48), a3);
-    }
-    for (; i + 16 <= n; i += 16) a0 = _mm512_fmadd_ps(ld(x + i), ld(y + i), a0);
-    float s = hsum512<A>(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)));
-    for (; i < n; ++i) s += bf2f<A>(x[i]) * bf2f<A>(y[i]);
-    return s;
-}
-
 
 // ---- more 32-element types on AVX-512 ------------------------------------------------------
 template <class A>
@@ -520,63 +610,6 @@ float vdot(std::int64_t n, const q::block_tq2_0* x, const q::block_q8_K* y, simd
     return hsum512<A>(acc) - corr;
 }
 
-// ---- K-quants on AVX2 ------------------------------------------------------------------------
-template <class A>
-float vdot(std::int64_t n, const q::block_q4_K* x, const q::block_q8_K* y, simd::requires_arch<simd::avx2>) {
-    __m256 acc = _mm256_setzero_ps(), accm = _mm256_setzero_ps();
-    const __m256i m4 = _mm256_set1_epi8(0x0F);
-    for (std::int64_t i = 0; i < n / q::qk_k; ++i) {
-        alignas(16) std::uint8_t sm[16];
-        _mm_store_si128(reinterpret_cast<__m128i*>(sm), k4_scales_mins<A>(x[i].scales));
-        const __m256i mn32 = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(sm + 8)));
-        const __m256i mn16 = _mm256_or_si256(mn32, _mm256_slli_epi32(mn32, 16));
-        const __m256i summ = _mm256_madd_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[i].bsums)), mn16);
-        __m256i sumi = _mm256_setzero_si256();
-        for (int j = 0; j < 4; ++j) {
-            const __m256i qv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[i].qs + 32 * j));
-            const __m256i lo = _mm256_and_si256(qv, m4), hi = _mm256_and_si256(_mm256_srli_epi16(qv, 4), m4);
-            const __m256i pl = _mm256_maddubs_epi16(lo, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[i].qs + 64 * j)));
-            const __m256i ph =
-                _mm256_maddubs_epi16(hi, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[i].qs + 64 * j + 32)));
-            sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(pl, _mm256_set1_epi16(sm[2 * j])));
-            sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(ph, _mm256_set1_epi16(sm[2 * j + 1])));
-        }
-        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sumi), _mm256_set1_ps(y[i].d * h2f<A>(x[i].d)), acc);
-        accm = _mm256_fmadd_ps(_mm256_cvtepi32_ps(summ), _mm256_set1_ps(y[i].d * h2f<A>(x[i].dmin)), accm);
-    }
-    return hsum256<A>(acc) - hsum256<A>(accm);
-}
-template <class A>
-float vdot(std::int64_t n, const q::block_q6_K* x, const q::block_q8_K* y, simd::requires_arch<simd::avx2>) {
-    __m256 acc = _mm256_setzero_ps();
-    const __m256i m4 = _mm256_set1_epi8(0x0F), m30 = _mm256_set1_epi8(0x30);
-    for (std::int64_t i = 0; i < n / q::qk_k; ++i) {
-        const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x[i].scales)));
-        const __m256i corr = _mm256_madd_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[i].bsums)), sc16);
-        __m256i sumi = _mm256_setzero_si256();
-        for (int h = 0; h < 2; ++h) {
-            const __m256i l0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[i].ql + 64 * h));
-            const __m256i l1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[i].ql + 64 * h + 32));
-            const __m256i hh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[i].qh + 32 * h));
-            const __m256i qv[4] = {
-                _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_and_si256(_mm256_slli_epi16(hh, 4), m30)),
-                _mm256_or_si256(_mm256_and_si256(l1, m4), _mm256_and_si256(_mm256_slli_epi16(hh, 2), m30)),
-                _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4), _mm256_and_si256(hh, m30)),
-                _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4), _mm256_and_si256(_mm256_srli_epi16(hh, 2), m30))};
-            for (int k = 0; k < 4; ++k) {
-                const __m256i p = _mm256_maddubs_epi16(
-                    qv[k], _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[i].qs + 128 * h + 32 * k)));
-                const int b = 8 * h + 2 * k;
-                const __m256i sc = _mm256_set_m128i(_mm_set1_epi16(x[i].scales[b + 1]), _mm_set1_epi16(x[i].scales[b]));
-                sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p, sc));
-            }
-        }
-        sumi = _mm256_sub_epi32(sumi, _mm256_slli_epi32(corr, 5));
-        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sumi), _mm256_set1_ps(y[i].d * h2f<A>(x[i].d)), acc);
-    }
-    return hsum256<A>(acc);
-}
-
 // q4_0, four rows at a time: the activation side (loads, its scales, the -8 * sum(y)
 // correction folded into the accumulator start) is done once for the four rows.
 // The four rows are taken from the four quarters of the range (r, r + q, r + 2q, r + 3q),
@@ -621,6 +654,79 @@ void gemv(std::int64_t n, std::int64_t nrows, const q::block_q4_0* x, std::size_
         }
     }
     for (std::int64_t r = 4 * q4; r < nrows; ++r) out[r] = vdot<A>(n, row(r), y, A{});
+}
+
+// ---- f16 / bf16 rows: one body for both widths --------------------------------------------
+// f32 vector traits, 8 lanes (AVX2) or 16 (AVX-512); load widens 16-bit floats (F16C for
+// f16, a 16-bit shift for bf16).
+template <class A>
+struct f32x8 {
+    using vf = __m256;
+    static constexpr int lanes = 8;
+    static TESSERA_ALWAYS_INLINE vf zero() { return _mm256_setzero_ps(); }
+    static TESSERA_ALWAYS_INLINE vf fma(vf a, vf b, vf acc) { return _mm256_fmadd_ps(a, b, acc); }
+    static TESSERA_ALWAYS_INLINE vf add(vf a, vf b) { return _mm256_add_ps(a, b); }
+    static TESSERA_ALWAYS_INLINE float hsum(vf v) { return hsum256<A>(v); }
+    static TESSERA_ALWAYS_INLINE vf load(const f16* p) {
+        return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    }
+    static TESSERA_ALWAYS_INLINE vf load(const bf16* p) {
+        return _mm256_castsi256_ps(
+            _mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))), 16));
+    }
+};
+template <class A>
+struct f32x16 {
+    using vf = __m512;
+    static constexpr int lanes = 16;
+    static TESSERA_ALWAYS_INLINE vf zero() { return _mm512_setzero_ps(); }
+    static TESSERA_ALWAYS_INLINE vf fma(vf a, vf b, vf acc) { return _mm512_fmadd_ps(a, b, acc); }
+    static TESSERA_ALWAYS_INLINE vf add(vf a, vf b) { return _mm512_add_ps(a, b); }
+    static TESSERA_ALWAYS_INLINE float hsum(vf v) { return hsum512<A>(v); }
+    static TESSERA_ALWAYS_INLINE vf load(const f16* p) {
+        return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+    }
+    static TESSERA_ALWAYS_INLINE vf load(const bf16* p) {
+        return _mm512_castsi512_ps(
+            _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))), 16));
+    }
+};
+// sum of x[i] * y[i] over 16-bit float rows: four accumulators of V::lanes, then one, then
+// the scalar tail.
+template <class A, class V, class T>
+float vdot_h16(std::int64_t n, const T* x, const T* y) {
+    constexpr std::int64_t w = V::lanes;
+    typename V::vf a0 = V::zero(), a1 = a0, a2 = a0, a3 = a0;
+    std::int64_t i = 0;
+    for (; i + 4 * w <= n; i += 4 * w) {
+        a0 = V::fma(V::load(x + i), V::load(y + i), a0);
+        a1 = V::fma(V::load(x + i + w), V::load(y + i + w), a1);
+        a2 = V::fma(V::load(x + i + 2 * w), V::load(y + i + 2 * w), a2);
+        a3 = V::fma(V::load(x + i + 3 * w), V::load(y + i + 3 * w), a3);
+    }
+    for (; i + w <= n; i += w) a0 = V::fma(V::load(x + i), V::load(y + i), a0);
+    float s = V::hsum(V::add(V::add(a0, a1), V::add(a2, a3)));
+    for (; i < n; ++i) {
+        if constexpr (std::is_same_v<T, f16>)
+            s += h2f<A>(x[i]) * h2f<A>(y[i]);
+        else
+            s += bf2f<A>(x[i]) * bf2f<A>(y[i]);
+    }
+    return s;
+}
+// f16 stays on 8 lanes with AVX-512 too: 512-bit vcvtph2ps is no faster on the Zen
+// machines here.
+template <class A>
+float vdot_f16(std::int64_t n, const f16* x, const f16* y, simd::requires_arch<simd::avx2>) {
+    return vdot_h16<A, f32x8<A>>(n, x, y);
+}
+template <class A>
+float vdot_bf16(std::int64_t n, const bf16* x, const bf16* y, simd::requires_arch<simd::avx2>) {
+    return vdot_h16<A, f32x8<A>>(n, x, y);
+}
+template <class A>
+float vdot_bf16(std::int64_t n, const bf16* x, const bf16* y, simd::requires_arch<simd::avx512bw>) {
+    return vdot_h16<A, f32x16<A>>(n, x, y);
 }
 
 }  // namespace qdetail
