@@ -77,7 +77,7 @@ private:
         if (spins < 2048) {
 #if defined(TESSERA_X86)
             __builtin_ia32_pause();
-#elif defined(__aarch64__)
+#elif defined(TESSERA_AARCH64)
             __asm__ __volatile__("yield");
 #endif
         } else {

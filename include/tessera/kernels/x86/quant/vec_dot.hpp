@@ -1,6 +1,6 @@
 // x86 bodies of the quantized dot products of kernels/quant/vec_dot.hpp. q8_0, q4_0,
-// q4_K, q6_K and the f16 / bf16 rows have one body each for both widths, over vector
-// traits (vd256: AVX2, vd512: AVX-512; f32x8 / f32x16); the other block types with a
+// q4_K, q6_K and the f16 / bf16 rows have one body each for both widths, over the vector
+// traits vd256 (AVX2) and vd512 (AVX-512); the other block types with a
 // SIMD body have an AVX-512 BW one (VNNI through dpbusd512 / dpwssd512); and the
 // four-row q4_0 matrix x vector. Each returns what the scalar body there returns, within
 // the bounds of tests/kernels. Part of kernels/quant/vec_dot.hpp, which includes it after
@@ -82,20 +82,33 @@ TESSERA_ALWAYS_INLINE __m128i k4_scales_mins(const std::uint8_t* s) {
     return _mm_loadu_si128(reinterpret_cast<const __m128i*>(u));
 }
 
-// ---- q8_0 and q4_0 x q8_0: one body for both widths -----------------------------------------
-// Block traits: `blocks` 32-element blocks per vector (1: AVX2, 2: AVX-512); load / q4
-// read the bytes or the nibbles of that many consecutive blocks; scales2 gives the scale
-// products d_x * d_y of the 2 * blocks blocks of one step, each over its block's lanes;
-// dot_s8s8 / dot_q4 the integer dot of a vector of blocks in 32-bit lanes (q4: the
-// nibbles minus 8, folded in as -8 * y).
+// ---- the vector traits of each width --------------------------------------------------------
+// vd256 (AVX2) and vd512 (AVX-512): the one body of each kernel below runs on either.
+// f32: zerof / splat / add / hsum, fma of an f32 vector or of i32 lanes converted, load
+// of 16-bit floats widened (F16C for f16, a 16-bit shift for bf16; `lanes` per vector).
+// q8_0 / q4_0 blocks: `blocks` 32-element blocks per vector (1 or 2); load / q4 read the
+// bytes or the nibbles of that many consecutive blocks; scales2 gives the scale products
+// d_x * d_y of the 2 * blocks blocks of one step, each over its block's lanes; dot_s8s8 /
+// dot_q4 the integer dot of a vector of blocks in 32-bit lanes (q4: the nibbles minus 8,
+// folded in as -8 * y). K-quants: see below.
 template <class A>
 struct vd256 {
     using vi = __m256i;
     using vf = __m256;
-    static constexpr int blocks = 1;
+    static constexpr int blocks = 1, lanes = 8;
     static TESSERA_ALWAYS_INLINE vf zerof() { return _mm256_setzero_ps(); }
+    static TESSERA_ALWAYS_INLINE vf splat(float v) { return _mm256_set1_ps(v); }
+    static TESSERA_ALWAYS_INLINE vf add(vf a, vf b) { return _mm256_add_ps(a, b); }
+    static TESSERA_ALWAYS_INLINE float hsum(vf v) { return hsum256<A>(v); }
+    static TESSERA_ALWAYS_INLINE vf fma(vf a, vf b, vf acc) { return _mm256_fmadd_ps(a, b, acc); }
     static TESSERA_ALWAYS_INLINE vf fma(vi p, vf s, vf acc) { return _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), s, acc); }
-    static TESSERA_ALWAYS_INLINE float hsum(vf a, vf b) { return hsum256<A>(_mm256_add_ps(a, b)); }
+    static TESSERA_ALWAYS_INLINE vf load(const f16* p) {
+        return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    }
+    static TESSERA_ALWAYS_INLINE vf load(const bf16* p) {
+        return _mm256_castsi256_ps(
+            _mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))), 16));
+    }
     template <class B>
     static TESSERA_ALWAYS_INLINE vi load(const B* b) {
         return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b[0].qs));
@@ -107,7 +120,7 @@ struct vd256 {
     }
     template <class BX, class BY>
     static TESSERA_ALWAYS_INLINE vf scale1(const BX* x, const BY* y) {
-        return _mm256_set1_ps(h2f<A>(x[0].d) * h2f<A>(y[0].d));
+        return splat(h2f<A>(x[0].d) * h2f<A>(y[0].d));
     }
     template <class BX, class BY>
     static TESSERA_ALWAYS_INLINE void scales2(const BX* x, const BY* y, vf& s0, vf& s1) {
@@ -126,10 +139,6 @@ struct vd256 {
     static TESSERA_ALWAYS_INLINE vi load_y(const std::int8_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
     static TESSERA_ALWAYS_INLINE vi maddubs(vi u, vi s) { return _mm256_maddubs_epi16(u, s); }
     static TESSERA_ALWAYS_INLINE vi dpwssd(vi acc, vi a, vi b) { return _mm256_add_epi32(acc, _mm256_madd_epi16(a, b)); }
-    static TESSERA_ALWAYS_INLINE vf fmaf(vi p, float s, vf acc) {
-        return _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(s), acc);
-    }
-    static TESSERA_ALWAYS_INLINE float hsum1(vf a) { return hsum256<A>(a); }
     // q4_K: the 64 nibbles of 32 bytes (low nibbles: sub-block 2j, high: 2j + 1), and each
     // element's 6-bit scale as i16 (k4s: the scales and mins of k4_scales_mins)
     struct k4s {
@@ -173,10 +182,20 @@ struct vd512 {
     using vi = __m512i;
     using vf = __m512;
     using half = vd256<A>;  // the tail of fewer than four blocks
-    static constexpr int blocks = 2;
+    static constexpr int blocks = 2, lanes = 16;
     static TESSERA_ALWAYS_INLINE vf zerof() { return _mm512_setzero_ps(); }
+    static TESSERA_ALWAYS_INLINE vf splat(float v) { return _mm512_set1_ps(v); }
+    static TESSERA_ALWAYS_INLINE vf add(vf a, vf b) { return _mm512_add_ps(a, b); }
+    static TESSERA_ALWAYS_INLINE float hsum(vf v) { return hsum512<A>(v); }
+    static TESSERA_ALWAYS_INLINE vf fma(vf a, vf b, vf acc) { return _mm512_fmadd_ps(a, b, acc); }
     static TESSERA_ALWAYS_INLINE vf fma(vi p, vf s, vf acc) { return _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), s, acc); }
-    static TESSERA_ALWAYS_INLINE float hsum(vf a, vf b) { return hsum512<A>(_mm512_add_ps(a, b)); }
+    static TESSERA_ALWAYS_INLINE vf load(const f16* p) {
+        return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+    }
+    static TESSERA_ALWAYS_INLINE vf load(const bf16* p) {
+        return _mm512_castsi512_ps(
+            _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))), 16));
+    }
     template <class B>
     static TESSERA_ALWAYS_INLINE vi load(const B* b) {
         return load_2x256<A>(b[0].qs, b[1].qs);
@@ -199,10 +218,6 @@ struct vd512 {
     static TESSERA_ALWAYS_INLINE vi load_y(const std::int8_t* p) { return _mm512_loadu_si512(p); }
     static TESSERA_ALWAYS_INLINE vi maddubs(vi u, vi s) { return _mm512_maddubs_epi16(u, s); }
     static TESSERA_ALWAYS_INLINE vi dpwssd(vi acc, vi a, vi b) { return dpwssd512<A>(acc, a, b); }
-    static TESSERA_ALWAYS_INLINE vf fmaf(vi p, float s, vf acc) {
-        return _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), _mm512_set1_ps(s), acc);
-    }
-    static TESSERA_ALWAYS_INLINE float hsum1(vf a) { return hsum512<A>(a); }
     using k4s = __m512i;  // the eight scales as i16 lanes 0..7
     static TESSERA_ALWAYS_INLINE k4s k4_prep(__m128i sm) { return _mm512_castsi128_si512(_mm_cvtepu8_epi16(sm)); }
     static TESSERA_ALWAYS_INLINE void k4_nibbles(const std::uint8_t* qs, vi out[1]) {  // [low 32 | high 32]
@@ -269,7 +284,7 @@ float vdot_32(std::int64_t n, const BX* x, const q::block_q8_0* y) {
     if constexpr (nbv == 1) {
         if (i < nb) acc0 = step(i, V::scale1(x + i, y + i), acc0), ++i;
     }
-    float s = V::hsum(acc0, acc1);
+    float s = V::hsum(V::add(acc0, acc1));
     if constexpr (nbv > 1) {
         if (i < nb) s += vdot_32<A, typename V::half>((nb - i) * 32, x + i, y + i);
     }
@@ -315,10 +330,10 @@ float vdot_q4K(std::int64_t n, const q::block_q4_K* x, const q::block_q8_K* y) {
             for (int k = 0; k < parts; ++k)
                 sumi = V::dpwssd(sumi, V::maddubs(q[k], V::load_y(y[i].qs + 64 * j + static_cast<int>(sizeof(q[k])) * k)), s[k]);
         }
-        acc = V::fmaf(sumi, y[i].d * h2f<A>(x[i].d), acc);
+        acc = V::fma(sumi, V::splat(y[i].d * h2f<A>(x[i].d)), acc);
         accm = _mm256_fmadd_ps(_mm256_cvtepi32_ps(summ), _mm256_set1_ps(y[i].d * h2f<A>(x[i].dmin)), accm);
     }
-    return V::hsum1(acc) - hsum256<A>(accm);
+    return V::hsum(acc) - hsum256<A>(accm);
 }
 template <class A, class V>
 float vdot_q6K(std::int64_t n, const q::block_q6_K* x, const q::block_q8_K* y) {
@@ -336,9 +351,9 @@ float vdot_q6K(std::int64_t n, const q::block_q6_K* x, const q::block_q8_K* y) {
                 sumi = V::dpwssd(sumi, V::maddubs(q[k], V::load_y(y[i].qs + 128 * h + static_cast<int>(sizeof(q[k])) * k)),
                                  V::q6_scale(sc, h, k));
         }
-        acc = V::fmaf(V::sub_shl5(sumi, corr), y[i].d * h2f<A>(x[i].d), acc);
+        acc = V::fma(V::sub_shl5(sumi, corr), V::splat(y[i].d * h2f<A>(x[i].d)), acc);
     }
-    return V::hsum1(acc);
+    return V::hsum(acc);
 }
 template <class A>
 float vdot(std::int64_t n, const q::block_q4_K* x, const q::block_q8_K* y, simd::requires_arch<simd::avx2>) {
@@ -657,46 +672,12 @@ void gemv(std::int64_t n, std::int64_t nrows, const q::block_q4_0* x, std::size_
 }
 
 // ---- f16 / bf16 rows: one body for both widths --------------------------------------------
-// f32 vector traits, 8 lanes (AVX2) or 16 (AVX-512); load widens 16-bit floats (F16C for
-// f16, a 16-bit shift for bf16).
-template <class A>
-struct f32x8 {
-    using vf = __m256;
-    static constexpr int lanes = 8;
-    static TESSERA_ALWAYS_INLINE vf zero() { return _mm256_setzero_ps(); }
-    static TESSERA_ALWAYS_INLINE vf fma(vf a, vf b, vf acc) { return _mm256_fmadd_ps(a, b, acc); }
-    static TESSERA_ALWAYS_INLINE vf add(vf a, vf b) { return _mm256_add_ps(a, b); }
-    static TESSERA_ALWAYS_INLINE float hsum(vf v) { return hsum256<A>(v); }
-    static TESSERA_ALWAYS_INLINE vf load(const f16* p) {
-        return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
-    }
-    static TESSERA_ALWAYS_INLINE vf load(const bf16* p) {
-        return _mm256_castsi256_ps(
-            _mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))), 16));
-    }
-};
-template <class A>
-struct f32x16 {
-    using vf = __m512;
-    static constexpr int lanes = 16;
-    static TESSERA_ALWAYS_INLINE vf zero() { return _mm512_setzero_ps(); }
-    static TESSERA_ALWAYS_INLINE vf fma(vf a, vf b, vf acc) { return _mm512_fmadd_ps(a, b, acc); }
-    static TESSERA_ALWAYS_INLINE vf add(vf a, vf b) { return _mm512_add_ps(a, b); }
-    static TESSERA_ALWAYS_INLINE float hsum(vf v) { return hsum512<A>(v); }
-    static TESSERA_ALWAYS_INLINE vf load(const f16* p) {
-        return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
-    }
-    static TESSERA_ALWAYS_INLINE vf load(const bf16* p) {
-        return _mm512_castsi512_ps(
-            _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))), 16));
-    }
-};
 // sum of x[i] * y[i] over 16-bit float rows: four accumulators of V::lanes, then one, then
 // the scalar tail.
 template <class A, class V, class T>
 float vdot_h16(std::int64_t n, const T* x, const T* y) {
     constexpr std::int64_t w = V::lanes;
-    typename V::vf a0 = V::zero(), a1 = a0, a2 = a0, a3 = a0;
+    typename V::vf a0 = V::zerof(), a1 = a0, a2 = a0, a3 = a0;
     std::int64_t i = 0;
     for (; i + 4 * w <= n; i += 4 * w) {
         a0 = V::fma(V::load(x + i), V::load(y + i), a0);
@@ -718,15 +699,15 @@ float vdot_h16(std::int64_t n, const T* x, const T* y) {
 // machines here.
 template <class A>
 float vdot_f16(std::int64_t n, const f16* x, const f16* y, simd::requires_arch<simd::avx2>) {
-    return vdot_h16<A, f32x8<A>>(n, x, y);
+    return vdot_h16<A, vd256<A>>(n, x, y);
 }
 template <class A>
 float vdot_bf16(std::int64_t n, const bf16* x, const bf16* y, simd::requires_arch<simd::avx2>) {
-    return vdot_h16<A, f32x8<A>>(n, x, y);
+    return vdot_h16<A, vd256<A>>(n, x, y);
 }
 template <class A>
 float vdot_bf16(std::int64_t n, const bf16* x, const bf16* y, simd::requires_arch<simd::avx512bw>) {
-    return vdot_h16<A, f32x16<A>>(n, x, y);
+    return vdot_h16<A, vd512<A>>(n, x, y);
 }
 
 }  // namespace qdetail
