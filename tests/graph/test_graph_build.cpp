@@ -6,6 +6,9 @@
 #include <cstdlib>
 #include <fstream>
 #include <map>
+#include <memory>
+#include <string>
+#include <string_view>
 #include <cmath>
 #include <type_traits>
 #include <variant>
@@ -320,6 +323,65 @@ TEST_CASE("op tables: every CPU row is whole; op_traits agree with the CPU's vie
     CHECK_THROWS_WITH_AS(ctx.new_view(a, a->lay, 0, op_kind::view, std::monostate{}, {a}),
                          doctest::Contains("op view: parameters of the wrong type"), tessera::error);
     CHECK_NOTHROW(ctx.new_op(a->lay, op_kind::scale, make_params<op_kind::scale>(2.f, 0.f), {a}));
+}
+
+TEST_CASE("op_params: holds one struct, copies and moves it (custom functions too), refuses another by index") {
+    // numbered as a std::variant over the same list: std::monostate first
+    static_assert(op_params::index_of<std::monostate> == 0);
+    static_assert(op_params::index_of<unary_params> == 1);
+    static_assert(op_params::index_of<custom_params> == op_params::count - 1);
+    static_assert(op_params::index_of<int> == op_params::count);
+    op_params none;
+    CHECK(none.index() == 0);
+    CHECK(none.holds<std::monostate>());
+
+    op_params r = rope_params{.n_dims = 64, .mode = rope_mode::neox, .freq_base = 5e5f};
+    CHECK(r.holds<rope_params>());
+    CHECK(r.get<rope_params>().n_dims == 64);
+    CHECK(r.get<rope_params>().freq_base == 5e5f);
+    CHECK(r.get_if<norm_params>() == nullptr);
+    const std::string wrong = "op parameters: asked for the struct at index " +
+                              std::to_string(op_params::index_of<norm_params>) + ", the node holds index " +
+                              std::to_string(op_params::index_of<rope_params>);
+    CHECK_THROWS_WITH_AS(r.get<norm_params>(), doctest::Contains(wrong.c_str()), tessera::error);
+    op_params r2 = r;  // a copy is independent
+    r2.get<rope_params>().n_dims = 32;
+    CHECK(r.get<rope_params>().n_dims == 64);
+    CHECK(r2.get<rope_params>().n_dims == 32);
+
+    // custom_params holds a std::function: copies share nothing, the captured state lives
+    // until the last holder is gone, and assignment over it releases the old one
+    auto state = std::make_shared<int>(41);
+    std::weak_ptr<int> watch = state;
+    {
+        op_params c = custom_params{[state](node&, int, int) { ++*state; }, 2};
+        state.reset();
+        CHECK(c.holds<custom_params>());
+        op_params c2 = c;
+        op_params c3 = std::move(c);
+        node dummy;
+        c2.get<custom_params>().fn(dummy, 0, 1);
+        c3.get<custom_params>().fn(dummy, 0, 1);
+        CHECK(*watch.lock() == 43);
+        CHECK(c3.get<custom_params>().n_tasks == 2);
+        c2 = scale_params{2.0f, 1.0f};  // one holder left (c3)
+        CHECK(c2.get<scale_params>().b == 1.0f);
+        CHECK_FALSE(watch.expired());
+        c3 = c2;
+        CHECK(watch.expired());
+        CHECK(c3.get<scale_params>().s == 2.0f);
+    }
+}
+
+TEST_CASE("fail_cat writes text and integers into the message, with the error's code") {
+    try {
+        fail_cat(errc::shape_mismatch, "row of ", std::int64_t{-7}, " elements, ", std::size_t{18446744073709551615u},
+                 " bytes, ", std::string_view("q4_0"), " ", 32);
+        FAIL("fail_cat returned");
+    } catch (const tessera::error& e) {
+        CHECK(e.code() == errc::shape_mismatch);
+        CHECK(std::string(e.what()) == "row of -7 elements, 18446744073709551615 bytes, q4_0 32");
+    }
 }
 
 TEST_CASE("allocate: the memory planner reuses memory and runs ops in place (op_traits); plan_linear keeps every tensor") {

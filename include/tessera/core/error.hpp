@@ -1,7 +1,9 @@
 // tessera::error: the one exception type the library throws on bad input or misuse.
 #pragma once
 
+#include <concepts>
 #include <cstdint>
+#include <initializer_list>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -45,6 +47,50 @@ private:
 
 // Throws tessera::error(code, message). Kept out of line of hot code paths.
 [[noreturn]] inline void fail(errc code, const std::string& message) { throw error(code, message); }
+
+namespace detail {
+// One piece of an error message: text, or an integer formatted only when the error is
+// raised. fail_cat builds its message from these in one out-of-line function, so a
+// check costs its caller a call, not the inline string concatenations.
+class msg_part {
+public:
+    constexpr msg_part(std::string_view s) noexcept : text_(s) {}  // NOLINT: implicit by design
+    constexpr msg_part(const char* s) noexcept : text_(s) {}       // NOLINT
+    msg_part(const std::string& s) noexcept : text_(s) {}          // NOLINT
+    template <std::integral I>
+        requires(!std::same_as<I, bool> && !std::same_as<I, char>)
+    constexpr msg_part(I v) noexcept  // NOLINT
+        : kind_(std::is_signed_v<I> ? kind::signed_int : kind::unsigned_int),
+          bits_(static_cast<std::uint64_t>(v)) {}
+
+    void append_to(std::string& out) const {
+        switch (kind_) {
+            case kind::text: out += text_; break;
+            case kind::signed_int: out += std::to_string(static_cast<std::int64_t>(bits_)); break;
+            case kind::unsigned_int: out += std::to_string(bits_); break;
+        }
+    }
+
+private:
+    enum class kind : std::uint8_t { text, signed_int, unsigned_int };
+    kind kind_ = kind::text;
+    std::string_view text_;
+    std::uint64_t bits_ = 0;
+};
+
+[[noreturn, gnu::cold, gnu::noinline]] inline void fail_parts(errc code, std::initializer_list<msg_part> parts) {
+    std::string message;
+    for (const msg_part& p : parts) p.append_to(message);
+    throw error(code, message);
+}
+}  // namespace detail
+
+// Throws tessera::error(code, the parts written one after another): text and integers,
+// e.g. fail_cat(errc::shape_mismatch, "row of ", n, " elements").
+template <class... Parts>
+[[noreturn]] inline void fail_cat(errc code, const Parts&... parts) {
+    detail::fail_parts(code, {detail::msg_part(parts)...});
+}
 
 // Checks a precondition on user input; the message says what was wrong and where.
 inline void require(bool ok, errc code, const char* message) {

@@ -27,7 +27,7 @@ struct layout {
         l.type = t;
         l.ne = ne;
         for (int d = 0; d < max_dims; ++d)
-            if (ne[d] < 0) fail(errc::shape_mismatch, "negative extent " + std::to_string(ne[d]) + " in dim " + std::to_string(d));
+            if (ne[d] < 0) fail_cat(errc::shape_mismatch, "negative extent ", ne[d], " in dim ", d);
         l.nb[0] = static_cast<std::size_t>(type_size(t));
         l.nb[1] = static_cast<std::size_t>(row_size(t, ne[0]));
         for (int d = 2; d < max_dims; ++d) l.nb[d] = l.nb[d - 1] * static_cast<std::size_t>(ne[d - 1]);
@@ -98,9 +98,8 @@ struct layout {
         if (!is_contiguous()) fail(errc::shape_mismatch, "reshape: the tensor is not contiguous (call cont first)");
         const layout r = contiguous(type, new_ne);
         if (r.nelements() != nelements())
-            fail(errc::shape_mismatch, "reshape: " + to_string() + " has " + std::to_string(nelements()) +
-                                           " elements, the new shape " + r.to_string() + " has " +
-                                           std::to_string(r.nelements()));
+            fail_cat(errc::shape_mismatch, "reshape: ", to_string(), " has ", nelements(), " elements, the new shape ",
+                     r.to_string(), " has ", r.nelements());
         return r;
     }
 
@@ -113,8 +112,8 @@ struct layout {
         r.ne = new_ne;
         r.nb = {static_cast<std::size_t>(type_size(type)), strides[0], strides[1], strides[2]};
         if (offset + r.nbytes() > nbytes())
-            fail(errc::shape_mismatch, "view: " + r.to_string() + " at offset " + std::to_string(offset) +
-                                           " runs past the " + std::to_string(nbytes()) + " bytes of " + to_string());
+            fail_cat(errc::shape_mismatch, "view: ", r.to_string(), " at offset ", offset, " runs past the ", nbytes(),
+                     " bytes of ", to_string());
         return r;
     }
 

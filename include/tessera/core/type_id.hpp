@@ -76,7 +76,7 @@ constexpr bool is_valid_type_id(std::int64_t raw) noexcept {
 constexpr const type_info& info(type_id t) {
     const auto raw = static_cast<std::int64_t>(t);
     if (!is_valid_type_id(raw))
-        fail(errc::unsupported, "type id " + std::to_string(raw) + " is not a valid ggml type");
+        fail_cat(errc::unsupported, "type id ", raw, " is not a valid ggml type");
     return detail::type_table[static_cast<std::size_t>(raw)];
 }
 
@@ -91,8 +91,8 @@ constexpr bool is_float(type_id t) { return t == type_id::f32 || t == type_id::f
 constexpr std::int64_t row_size(type_id t, std::int64_t n) {
     const type_info& ti = info(t);
     if (n < 0 || n % ti.block_size != 0)
-        fail(errc::shape_mismatch, "row of " + std::to_string(n) + " elements is not a multiple of the " +
-                                       std::string(ti.name) + " block size " + std::to_string(ti.block_size));
+        fail_cat(errc::shape_mismatch, "row of ", n, " elements is not a multiple of the ", ti.name, " block size ",
+                 ti.block_size);
     return n / ti.block_size * ti.type_size;
 }
 

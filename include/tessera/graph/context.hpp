@@ -64,9 +64,8 @@ public:
         node* root = base->view_src ? base->view_src : base;
         const std::size_t offs = (base->view_src ? base->view_offs : 0) + offset;
         if (l.nelements() > 0 && offs + l.nbytes() > root->lay.nbytes())
-            fail(errc::shape_mismatch, "view " + l.to_string() + " at byte offset " + std::to_string(offs) +
-                                           " runs past the " + std::to_string(root->lay.nbytes()) + " bytes of '" +
-                                           root->name + "' " + root->lay.to_string());
+            fail_cat(errc::shape_mismatch, "view ", l.to_string(), " at byte offset ", offs, " runs past the ",
+                     root->lay.nbytes(), " bytes of '", root->name, "' ", root->lay.to_string());
         node* n = make(l, op, std::move(p), srcs);
         n->view_src = root;
         n->view_offs = offs;
@@ -92,8 +91,7 @@ public:
     void rollback(std::size_t mark) {
         if (allocates()) fail(errc::invalid_argument, "context::rollback: only for no_alloc contexts");
         if (mark > nodes_.size())
-            fail(errc::invalid_argument, "context::rollback: mark " + std::to_string(mark) + " is past the " +
-                                             std::to_string(nodes_.size()) + " tensors");
+            fail_cat(errc::invalid_argument, "context::rollback: mark ", mark, " is past the ", nodes_.size(), " tensors");
         while (nodes_.size() > mark) nodes_.pop_back();
     }
 
@@ -115,7 +113,7 @@ private:
 
     node* make(const layout& l, op_kind op, op_params p, std::initializer_list<node*> srcs) {
         if (nodes_.size() >= opt_.max_nodes)
-            fail(errc::out_of_memory, "context: more than " + std::to_string(opt_.max_nodes) + " tensors");
+            fail_cat(errc::out_of_memory, "context: more than ", opt_.max_nodes, " tensors");
         if (srcs.size() > static_cast<std::size_t>(max_src)) fail(errc::invalid_argument, "too many sources");
         node& n = nodes_.emplace_back();
         n.lay = l;
@@ -124,8 +122,7 @@ private:
         std::size_t i = 0;
         for (node* s : srcs) {
             if (s && s->ctx != this)
-                fail(errc::invalid_argument, std::string("op ") + std::string(op_name(op)) +
-                                                 ": a source tensor belongs to another context");
+                fail_cat(errc::invalid_argument, "op ", op_name(op), ": a source tensor belongs to another context");
             n.src[i++] = s;
         }
         n.id = nodes_.size() - 1;

@@ -5,7 +5,6 @@
 // A view's root is visited as a source, so it is ready before the view is read.
 #pragma once
 
-#include <cstdio>
 #include <string>
 #include <unordered_set>
 #include <vector>
@@ -34,7 +33,7 @@ public:
     // The i-th node; negative i counts from the end (-1 = last).
     node* node_at(std::ptrdiff_t i) const {
         const auto n = static_cast<std::ptrdiff_t>(nodes_.size());
-        if (i < -n || i >= n) fail(errc::invalid_argument, "graph: node index " + std::to_string(i) + " out of range");
+        if (i < -n || i >= n) fail_cat(errc::invalid_argument, "graph: node index ", i, " out of range");
         return nodes_[static_cast<std::size_t>(i < 0 ? n + i : i)];
     }
     bool contains(const node* n) const { return seen_.count(n) != 0; }

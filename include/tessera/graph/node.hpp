@@ -64,7 +64,7 @@ struct node {
 
     template <class P>
     const P& param() const {
-        return std::get<P>(params);
+        return params.get<P>();
     }
 };
 

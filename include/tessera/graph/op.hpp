@@ -1,15 +1,23 @@
 // The op catalogue: every forward op of ggml as an enum, the unary and gated
 // (GLU) sub-ops, and each op's parameters as a typed struct (ggml keeps them in an
-// untyped int32[16]; here a node holds a std::variant of these structs).
+// untyped int32[16]; here a node holds one of these structs in an op_params).
 #pragma once
 
+#include <algorithm>
 #include <array>
+#include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <functional>
+#include <new>
+#include <string>
 #include <string_view>
-#include <variant>
+#include <type_traits>
+#include <utility>
+#include <variant>  // std::monostate
 
 #include "tessera/config.hpp"
+#include "tessera/core/error.hpp"
 #include "tessera/core/type_id.hpp"
 
 TESSERA_BEGIN_NAMESPACE
@@ -250,7 +258,129 @@ struct custom_params {  // map_custom1/2/3, custom
     int n_tasks = -1;  // threads that run fn: -1 all, else min(n_tasks, threads); the others skip the node
 };
 
-using op_params = std::variant<std::monostate, unary_params, glu_params, scale_params, clamp_params,
+// op_params: the parameters a node holds, one of the structs above (std::monostate: none).
+// A small tagged union over a fixed list: the trivially copyable structs are copied as
+// bytes; a struct that is not (custom_params, for its std::function) brings a manager
+// that copies, moves and destroys it. index() numbers the list from 0 (std::monostate),
+// as a std::variant over the same list would; get<P>() on another struct throws.
+template <class... Ps>
+class param_union {
+public:
+    static constexpr std::size_t count = sizeof...(Ps);
+    // The position of P in the list; count when P is not in it.
+    template <class P>
+    static constexpr std::size_t index_of = [] {
+        constexpr std::array<bool, sizeof...(Ps)> same{std::is_same_v<P, Ps>...};
+        for (std::size_t i = 0; i < same.size(); ++i)
+            if (same[i]) return i;
+        return same.size();
+    }();
+    template <class P>
+    static constexpr bool holdable = index_of<std::remove_cvref_t<P>> < count;
+
+    param_union() noexcept { store(std::monostate{}); }
+    template <class P>
+        requires holdable<P>
+    param_union(P&& p) {  // NOLINT: converts implicitly, as std::variant does
+        store(std::forward<P>(p));
+    }
+    template <class P, class... Args>
+        requires holdable<P>
+    explicit param_union(std::in_place_type_t<P>, Args&&... args) {
+        store(P{std::forward<Args>(args)...});
+    }
+    param_union(const param_union& o) { copy_from(o); }
+    param_union(param_union&& o) noexcept { move_from(o); }
+    param_union& operator=(const param_union& o) {
+        if (this != &o) {
+            param_union tmp(o);
+            reset();
+            move_from(tmp);
+        }
+        return *this;
+    }
+    param_union& operator=(param_union&& o) noexcept {
+        if (this != &o) {
+            reset();
+            move_from(o);
+        }
+        return *this;
+    }
+    ~param_union() { reset(); }
+
+    std::size_t index() const noexcept { return index_; }
+    template <class P>
+    bool holds() const noexcept {
+        return index_ == index_of<P>;
+    }
+    template <class P>
+    P* get_if() noexcept {
+        return holds<P>() ? std::launder(reinterpret_cast<P*>(bytes_)) : nullptr;
+    }
+    template <class P>
+    const P* get_if() const noexcept {
+        return holds<P>() ? std::launder(reinterpret_cast<const P*>(bytes_)) : nullptr;
+    }
+    template <class P>
+    P& get() {
+        check_get(index_of<P>);
+        return *std::launder(reinterpret_cast<P*>(bytes_));
+    }
+    template <class P>
+    const P& get() const {
+        check_get(index_of<P>);
+        return *std::launder(reinterpret_cast<const P*>(bytes_));
+    }
+
+private:
+    enum class action : std::uint8_t { copy, move, destroy };
+    using manager_fn = void (*)(action, void* self, void* other);
+
+    template <class P>
+    static void manage(action a, void* self, void* other) {
+        switch (a) {
+            case action::copy: ::new (self) P(*static_cast<const P*>(other)); break;
+            case action::move: ::new (self) P(std::move(*static_cast<P*>(other))); break;
+            case action::destroy: static_cast<P*>(self)->~P(); break;
+        }
+    }
+    template <class P>
+    void store(P&& p) {
+        using T = std::remove_cvref_t<P>;
+        static_assert(index_of<T> < count, "not a parameter struct of this list");
+        ::new (static_cast<void*>(bytes_)) T(std::forward<P>(p));
+        index_ = static_cast<std::uint8_t>(index_of<T>);
+        if constexpr (!std::is_trivially_copyable_v<T>) manager_ = &manage<T>;
+    }
+    void copy_from(const param_union& o) {
+        if (o.manager_) o.manager_(action::copy, bytes_, const_cast<unsigned char*>(o.bytes_));
+        else std::memcpy(bytes_, o.bytes_, sizeof bytes_);
+        index_ = o.index_;
+        manager_ = o.manager_;
+    }
+    void move_from(param_union& o) noexcept {
+        if (o.manager_) o.manager_(action::move, bytes_, o.bytes_);
+        else std::memcpy(bytes_, o.bytes_, sizeof bytes_);
+        index_ = o.index_;
+        manager_ = o.manager_;
+    }
+    void reset() noexcept {
+        if (manager_) manager_(action::destroy, bytes_, nullptr);
+        manager_ = nullptr;
+        index_ = 0;
+    }
+    void check_get(std::size_t want) const {
+        if (index_ != want)
+            fail(errc::invalid_argument, "op parameters: asked for the struct at index " + std::to_string(want) +
+                                             ", the node holds index " + std::to_string(index_));
+    }
+
+    alignas(Ps...) unsigned char bytes_[std::max({sizeof(Ps)...})]{};
+    std::uint8_t index_ = 0;
+    manager_fn manager_ = nullptr;  // null: the held struct is trivially copyable
+};
+
+using op_params = param_union<std::monostate, unary_params, glu_params, scale_params, clamp_params,
                                leaky_relu_params, fill_params, norm_params, group_norm_params, view_params,
                                concat_params, diag_mask_params, soft_max_params, rope_params,
                                flash_attn_params, mul_mat_params, cpy_params, set_params, arange_params, argsort_params,

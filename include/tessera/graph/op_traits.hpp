@@ -18,7 +18,6 @@
 #include <string>
 #include <type_traits>
 #include <utility>
-#include <variant>
 
 #include "tessera/config.hpp"
 #include "tessera/core/error.hpp"
@@ -147,20 +146,6 @@ TESSERA_OP_TRAITS(TESSERA_OP_TRAIT_)
 template <op_kind K>
 using op_param_t = typename op_traits<K>::param_type;
 
-namespace detail {
-template <class T, class V>
-struct variant_index;
-template <class T, class... Ts>
-struct variant_index<T, std::variant<Ts...>> {
-    static constexpr std::size_t value = [] {
-        constexpr std::array<bool, sizeof...(Ts)> same{std::is_same_v<T, Ts>...};
-        for (std::size_t i = 0; i < same.size(); ++i)
-            if (same[i]) return i;
-        return same.size();
-    }();
-};
-}  // namespace detail
-
 // The run-time face of op_traits.
 struct op_info_t {
     std::size_t param_index;  // index of param_type in op_params
@@ -170,7 +155,7 @@ struct op_info_t {
 
 inline constexpr std::array<op_info_t, op_count> op_infos = {{
 #define TESSERA_OP_INFO_(name, P, in_place, is_view) \
-    {detail::variant_index<P, op_params>::value, in_place, is_view},
+    {op_params::index_of<P>, in_place, is_view},
     TESSERA_OP_TRAITS(TESSERA_OP_INFO_)
 #undef TESSERA_OP_INFO_
 }};
@@ -185,7 +170,7 @@ constexpr bool op_table_complete() {
 #undef TESSERA_OP_ORDER_
     if (i != op_count) return false;
     for (const op_info_t& o : op_infos)
-        if (o.param_index >= std::variant_size_v<op_params>) return false;
+        if (o.param_index >= op_params::count) return false;
     return true;
 }
 static_assert(op_table_complete(), "TESSERA_OP_TRAITS must list every op_kind in order with an op_params type");
@@ -205,7 +190,7 @@ op_params make_params(Args&&... args) {
 // Refuses parameters of another op's type (every node is made through this check).
 inline void check_params(op_kind k, const op_params& p) {
     if (p.index() != op_info(k).param_index)
-        fail(errc::invalid_argument, "op " + std::string(op_name(k)) + ": parameters of the wrong type (variant index " +
+        fail(errc::invalid_argument, "op " + std::string(op_name(k)) + ": parameters of the wrong type (index " +
                                          std::to_string(p.index()) + ", the op takes index " +
                                          std::to_string(op_info(k).param_index) + ")");
 }

@@ -51,6 +51,26 @@ namespace detail {
 inline std::string shape_string(const node* n) {
     return (n->name.empty() ? std::string("tensor") : "'" + n->name + "'") + " " + n->lay.to_string();
 }
+// Why a node cannot be held by a tensor<type, rank> handle (the check below failed).
+[[noreturn, gnu::cold, gnu::noinline]] inline void handle_mismatch(const node* n, type_id type, int rank) {
+    if (!n) fail(errc::invalid_argument, "tensor: null node");
+    if (n->lay.type != type)
+        fail(errc::invalid_argument, "tensor<" + std::string(type_name(type)) + ">: " + shape_string(n) + " has type " +
+                                         std::string(type_name(n->lay.type)));
+    for (int d = rank; d < max_dims; ++d)
+        if (n->lay.ne[static_cast<std::size_t>(d)] != 1)
+            fail(errc::shape_mismatch, "tensor rank " + std::to_string(rank) + ": " + shape_string(n) + " has extent " +
+                                           std::to_string(n->lay.ne[static_cast<std::size_t>(d)]) + " in dim " +
+                                           std::to_string(d));
+    fail(errc::invalid_argument, "tensor: " + shape_string(n) + " does not fit the handle");
+}
+// A typed handle's check: the node exists, has the handle's type and no extent past its rank.
+inline void check_handle(const node* n, type_id type, int rank) {
+    bool ok = n && n->lay.type == type;
+    for (int d = rank; ok && d < max_dims; ++d) ok = n->lay.ne[static_cast<std::size_t>(d)] == 1;
+    if (!ok) [[unlikely]]
+        handle_mismatch(n, type, rank);
+}
 }  // namespace detail
 
 template <tensor_element T, int Rank>
@@ -63,17 +83,7 @@ public:
 
     tensor() = default;
     // Wraps a node; checks that its type and rank fit the handle.
-    explicit tensor(node* n) : n_(n) {
-        if (!n) fail(errc::invalid_argument, "tensor: null node");
-        if (n->lay.type != type)
-            fail(errc::invalid_argument, "tensor<" + std::string(type_name(type)) + ">: " + detail::shape_string(n) +
-                                             " has type " + std::string(type_name(n->lay.type)));
-        for (int d = Rank; d < max_dims; ++d)
-            if (n->lay.ne[static_cast<std::size_t>(d)] != 1)
-                fail(errc::shape_mismatch, "tensor rank " + std::to_string(Rank) + ": " + detail::shape_string(n) +
-                                               " has extent " + std::to_string(n->lay.ne[static_cast<std::size_t>(d)]) +
-                                               " in dim " + std::to_string(d));
-    }
+    explicit tensor(node* n) : n_(n) { detail::check_handle(n, type, Rank); }
 
     node* get() const noexcept { return n_; }
     explicit operator bool() const noexcept { return n_ != nullptr; }

@@ -15,7 +15,7 @@ namespace backend::cpu {
 using namespace tessera::graph;  // the op bodies read graph nodes
 
 inline std::string custom_unsupported_reason(const node& n) {
-    const auto* cp = std::get_if<custom_params>(&n.params);
+    const auto* cp = n.params.get_if<custom_params>();
     if (!cp || !cp->fn) return std::string(op_name(n.op)) + " without a function";
     return {};
 }

@@ -229,7 +229,7 @@ template <class FA>
 FA flash_attn_ext_set_prec(FA fa, precision prec) {
     if (!fa || fa.get()->op != op_kind::flash_attn_ext)
         fail(errc::invalid_argument, "flash_attn_ext_set_prec: not a flash_attn_ext node");
-    std::get<flash_attn_params>(fa.get()->params).prec = prec;
+    fa.get()->params.template get<flash_attn_params>().prec = prec;
     return fa;
 }
 inline tensor<float, 4> flash_attn_ext_add_sinks(tensor<float, 4> fa, tensor<float, 1> sinks) {

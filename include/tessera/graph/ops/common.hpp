@@ -48,31 +48,33 @@ inline bool is_index_type(type_id t) noexcept { return t == type_id::i32 || t ==
 
 inline std::string desc(const node* n) { return shape_string(n); }
 
-[[noreturn]] inline void op_fail(std::string_view op, errc c, const std::string& what) {
-    fail(c, std::string(op) + ": " + what);
+// Throws "<op>: " followed by the parts (text and integers, as fail_cat takes them).
+template <class... Parts>
+[[noreturn]] inline void op_fail(std::string_view op, errc c, const Parts&... what) {
+    tessera::detail::fail_parts(c, {tessera::detail::msg_part(op), tessera::detail::msg_part(": "),
+                                    tessera::detail::msg_part(what)...});
 }
 
 inline void check_not_null(std::string_view op, const node* n, const char* which) {
-    if (!n) op_fail(op, errc::invalid_argument, std::string("operand ") + which + " is an empty handle");
+    if (!n) op_fail(op, errc::invalid_argument, "operand ", which, " is an empty handle");
 }
 
 inline void check_float(std::string_view op, const node* n, const char* which) {
     check_not_null(op, n, which);
     if (!is_float(n->lay.type))
-        op_fail(op, errc::unsupported, std::string("operand ") + which + " " + desc(n) + " must be f32, f16 or bf16");
+        op_fail(op, errc::unsupported, "operand ", which, " ", desc(n), " must be f32, f16 or bf16");
 }
 
 inline void check_type(std::string_view op, const node* n, type_id t, const char* which) {
     check_not_null(op, n, which);
     if (n->lay.type != t)
-        op_fail(op, errc::unsupported,
-                std::string("operand ") + which + " " + desc(n) + " must be " + std::string(type_name(t)));
+        op_fail(op, errc::unsupported, "operand ", which, " ", desc(n), " must be ", type_name(t));
 }
 
 inline void check_rows_contiguous(std::string_view op, const node* n, const char* which) {
     if (!n->lay.is_contiguous_rows())
-        op_fail(op, errc::shape_mismatch, std::string("operand ") + which + " " + desc(n) +
-                                              " must have contiguous rows (nb[0] == element size)");
+        op_fail(op, errc::shape_mismatch, "operand ", which, " ", desc(n),
+                " must have contiguous rows (nb[0] == element size)");
 }
 
 inline void check_same_context(std::string_view op, const node* a, const node* b) {

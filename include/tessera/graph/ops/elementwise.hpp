@@ -30,7 +30,7 @@ inline node* binary(op_kind op, node* a, node* b, bool inplace) {
 }
 
 inline node* unary(op_kind op, op_params p, node* a, bool inplace) {
-    const std::string name = op == op_kind::unary ? std::string(unary_name(std::get<unary_params>(p).op))
+    const std::string name = op == op_kind::unary ? std::string(unary_name(p.get<unary_params>().op))
                                                   : std::string(op_name(op));
     check_float(name, a, "a");
     if (inplace) return make_inplace(a, op, std::move(p), {a});

@@ -21,25 +21,25 @@ inline node* mul_mat(node* a, node* b, precision prec) {
     const layout& la = a->lay;
     const layout& lb = b->lay;
     if (la.ne[0] != lb.ne[0])
-        op_fail("mul_mat", errc::shape_mismatch, "a " + desc(a) + " and b " + desc(b) + " differ in K (dim 0)");
+        op_fail("mul_mat", errc::shape_mismatch, "a ", desc(a), " and b ", desc(b), " differ in K (dim 0)");
     if (lb.ne[2] % la.ne[2] != 0 || lb.ne[3] % la.ne[3] != 0)
-        op_fail("mul_mat", errc::shape_mismatch, "a " + desc(a) + " cannot be broadcast over the batch dims of b " + desc(b));
+        op_fail("mul_mat", errc::shape_mismatch, "a ", desc(a), " cannot be broadcast over the batch dims of b ", desc(b));
     if (la.is_transposed())
-        op_fail("mul_mat", errc::shape_mismatch, "a " + desc(a) + " is transposed (nb0 > nb1); use cont first");
+        op_fail("mul_mat", errc::shape_mismatch, "a ", desc(a), " is transposed (nb0 > nb1); use cont first");
     if (la.type != type_id::f32 && la.type != type_id::f16 && la.type != type_id::bf16 && !is_quantized(la.type))
-        op_fail("mul_mat", errc::unsupported, "a " + desc(a) + " must be f32, f16, bf16 or a block type");
+        op_fail("mul_mat", errc::unsupported, "a ", desc(a), " must be f32, f16, bf16 or a block type");
     return make(*a->ctx, type_id::f32, {la.ne[1], lb.ne[1], lb.ne[2], lb.ne[3]}, op_kind::mul_mat, mul_mat_params{prec}, {a, b});
 }
 inline node* out_prod(node* a, node* b) {
     check_not_null("out_prod", a, "a");
     if (!is_float(a->lay.type) && !is_quantized(a->lay.type))
-        op_fail("out_prod", errc::unsupported, "a " + desc(a) + " must be f32, f16, bf16 or a block type");
+        op_fail("out_prod", errc::unsupported, "a ", desc(a), " must be f32, f16, bf16 or a block type");
     check_type("out_prod", b, type_id::f32, "b");
     check_same_context("out_prod", a, b);
     if (a->lay.ne[1] != b->lay.ne[1])
-        op_fail("out_prod", errc::shape_mismatch, "a " + desc(a) + " and b " + desc(b) + " differ in K (dim 1)");
+        op_fail("out_prod", errc::shape_mismatch, "a ", desc(a), " and b ", desc(b), " differ in K (dim 1)");
     if (b->lay.ne[2] % a->lay.ne[2] != 0 || b->lay.ne[3] % a->lay.ne[3] != 0)
-        op_fail("out_prod", errc::shape_mismatch, "a " + desc(a) + " cannot be broadcast over b " + desc(b));
+        op_fail("out_prod", errc::shape_mismatch, "a ", desc(a), " cannot be broadcast over b ", desc(b));
     return make(*a->ctx, type_id::f32, {a->lay.ne[0], b->lay.ne[0], b->lay.ne[2], b->lay.ne[3]}, op_kind::out_prod, {}, {a, b});
 }
 }  // namespace detail
