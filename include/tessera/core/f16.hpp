@@ -15,7 +15,7 @@ TESSERA_BEGIN_NAMESPACE
 
 namespace detail {
 
-constexpr std::uint16_t f32_bits_to_f16_bits(std::uint32_t x) noexcept {
+TESSERA_ALWAYS_INLINE constexpr std::uint16_t f32_bits_to_f16_bits(std::uint32_t x) noexcept {
     const std::uint32_t sign = (x >> 16) & 0x8000u;
     const std::uint32_t ax = x & 0x7fffffffu;
     if (ax > 0x7f800000u)  // NaN: keep the payload's top bits, set the quiet bit
@@ -39,7 +39,7 @@ constexpr std::uint16_t f32_bits_to_f16_bits(std::uint32_t x) noexcept {
     return static_cast<std::uint16_t>(sign | h);
 }
 
-constexpr std::uint32_t f16_bits_to_f32_bits(std::uint16_t h) noexcept {
+TESSERA_ALWAYS_INLINE constexpr std::uint32_t f16_bits_to_f32_bits(std::uint16_t h) noexcept {
     const std::uint32_t sign = static_cast<std::uint32_t>(h & 0x8000u) << 16;
     std::uint32_t e = (h >> 10) & 0x1fu;
     std::uint32_t m = h & 0x3ffu;
@@ -70,10 +70,10 @@ struct f16 {
     std::uint16_t bits;
 
     static constexpr f16 from_bits(std::uint16_t b) noexcept { return f16{b}; }
-    static constexpr f16 from_float(float v) noexcept {
+    TESSERA_ALWAYS_INLINE static constexpr f16 from_float(float v) noexcept {
         return f16{detail::f32_bits_to_f16_bits(std::bit_cast<std::uint32_t>(v))};
     }
-    constexpr float to_float() const noexcept {
+    TESSERA_ALWAYS_INLINE constexpr float to_float() const noexcept {
         return std::bit_cast<float>(detail::f16_bits_to_f32_bits(bits));
     }
     constexpr explicit operator float() const noexcept { return to_float(); }

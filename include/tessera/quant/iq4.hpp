@@ -115,7 +115,7 @@ inline void quantize_iq4_superblock(const float* x, int nsub, f16& dh, std::uint
             q4[16 * i + j] = static_cast<std::uint8_t>(L[32 * i + j] | (L[32 * i + 16 + j] << 4));
 }
 
-inline int iq4_xs_scale(const block_iq4_xs& b, int ib) noexcept {
+TESSERA_ALWAYS_INLINE int iq4_xs_scale(const block_iq4_xs& b, int ib) noexcept {
     return ((b.scales_l[ib / 2] >> (4 * (ib % 2))) & 0xF) | (((b.scales_h >> (2 * ib)) & 3) << 4);
 }
 
@@ -133,21 +133,25 @@ inline void quantize_row_ref(const float* x, block_iq4_nl* y, std::int64_t n, co
         detail::quantize_iq4_superblock(x + 32 * b, 1, y[b].d, y[b].qs, nullptr, nullptr,
                                         imatrix ? imatrix + 32 * b : nullptr, 7);
 }
-inline void dequantize_row_ref(const block_iq4_nl* x, float* y, std::int64_t n) {
-    detail::check_row<block_iq4_nl>(n, "dequantize_row_ref(iq4_nl)");
+template <class Tag = void>
+void dequantize_row_unchecked(const block_iq4_nl* x, float* y, std::int64_t n) noexcept {
     for (std::int64_t b = 0; b < n / 32; ++b, y += 32) {
-        const float d = x[b].d.to_float();
+        const float d = detail::widen<Tag>(x[b].d);
         for (int j = 0; j < 16; ++j) {
             y[j] = d * static_cast<float>(kvalues_iq4nl[x[b].qs[j] & 0xF]);
             y[j + 16] = d * static_cast<float>(kvalues_iq4nl[x[b].qs[j] >> 4]);
         }
     }
 }
-inline float vec_dot_ref(std::int64_t n, const block_iq4_nl* x, const block_q8_0* y) {
-    detail::check_row<block_iq4_nl>(n, "vec_dot_ref(iq4_nl)");
+inline void dequantize_row_ref(const block_iq4_nl* x, float* y, std::int64_t n) {
+    detail::check_row<block_iq4_nl>(n, "dequantize_row_ref(iq4_nl)");
+    dequantize_row_unchecked(x, y, n);
+}
+template <class Tag = void>
+float vec_dot_unchecked(std::int64_t n, const block_iq4_nl* x, const block_q8_0* y) noexcept {
     float sum = 0;
     for (std::int64_t b = 0; b < n / 32; ++b) {
-        const float d = y[b].d.to_float() * x[b].d.to_float();
+        const float d = detail::widen<Tag>(y[b].d) * detail::widen<Tag>(x[b].d);
         int s1 = 0, s2 = 0;
         for (int j = 0; j < 16; ++j) {
             s1 += y[b].qs[j] * kvalues_iq4nl[x[b].qs[j] & 0xF];
@@ -156,6 +160,10 @@ inline float vec_dot_ref(std::int64_t n, const block_iq4_nl* x, const block_q8_0
         sum += d * static_cast<float>(s1 + s2);
     }
     return sum;
+}
+inline float vec_dot_ref(std::int64_t n, const block_iq4_nl* x, const block_q8_0* y) {
+    detail::check_row<block_iq4_nl>(n, "vec_dot_ref(iq4_nl)");
+    return vec_dot_unchecked(n, x, y);
 }
 
 // ---- iq4_xs ----------------------------------------------------------------------------
@@ -168,10 +176,10 @@ inline void quantize_row_ref(const float* x, block_iq4_xs* y, std::int64_t n, co
 inline void quantize_row_ref(const float* x, block_iq4_xs* y, std::int64_t n) {
     quantize_row_ref(x, y, n, nullptr);
 }
-inline void dequantize_row_ref(const block_iq4_xs* x, float* y, std::int64_t n) {
-    detail::check_row<block_iq4_xs>(n, "dequantize_row_ref(iq4_xs)");
+template <class Tag = void>
+void dequantize_row_unchecked(const block_iq4_xs* x, float* y, std::int64_t n) noexcept {
     for (std::int64_t b = 0; b < n / qk_k; ++b) {
-        const float d = x[b].d.to_float();
+        const float d = detail::widen<Tag>(x[b].d);
         for (int ib = 0; ib < qk_k / 32; ++ib, y += 32) {
             const float dl = d * static_cast<float>(detail::iq4_xs_scale(x[b], ib) - 32);
             const std::uint8_t* qs = x[b].qs + 16 * ib;
@@ -182,11 +190,15 @@ inline void dequantize_row_ref(const block_iq4_xs* x, float* y, std::int64_t n) 
         }
     }
 }
-inline float vec_dot_ref(std::int64_t n, const block_iq4_xs* x, const block_q8_K* y) {
-    detail::check_row<block_iq4_xs>(n, "vec_dot_ref(iq4_xs)");
+inline void dequantize_row_ref(const block_iq4_xs* x, float* y, std::int64_t n) {
+    detail::check_row<block_iq4_xs>(n, "dequantize_row_ref(iq4_xs)");
+    dequantize_row_unchecked(x, y, n);
+}
+template <class Tag = void>
+float vec_dot_unchecked(std::int64_t n, const block_iq4_xs* x, const block_q8_K* y) noexcept {
     float sum = 0;
     for (std::int64_t b = 0; b < n / qk_k; ++b) {
-        const float d4d8 = x[b].d.to_float() * y[b].d;
+        const float d4d8 = detail::widen<Tag>(x[b].d) * y[b].d;
         for (int ib = 0; ib < qk_k / 32; ++ib) {
             const float dl = d4d8 * static_cast<float>(detail::iq4_xs_scale(x[b], ib) - 32);
             const std::uint8_t* qs = x[b].qs + 16 * ib;
@@ -200,6 +212,10 @@ inline float vec_dot_ref(std::int64_t n, const block_iq4_xs* x, const block_q8_K
         }
     }
     return sum;
+}
+inline float vec_dot_ref(std::int64_t n, const block_iq4_xs* x, const block_q8_K* y) {
+    detail::check_row<block_iq4_xs>(n, "vec_dot_ref(iq4_xs)");
+    return vec_dot_unchecked(n, x, y);
 }
 
 }  // namespace quant

@@ -127,15 +127,15 @@ inline void quantize_k4_block_w(const float* x, const float* qw, std::uint8_t* s
 }
 
 // The 2-bit/3-bit quants of a 256 block, unpacked to one value per element.
-inline void unpack_q3k_values(const block_q3_K& b, std::int8_t* a) noexcept {  // a[256] in [-4, 3]
-    for (int e = 0; e < qk_k; ++e) {
-        const int h = e / 128, r = e % 128, shift = 2 * (r / 32), l = r % 32;
-        const int q = (b.qs[32 * h + l] >> shift) & 3;
-        const bool high = (b.hmask[e % 32] >> (e / 32)) & 1;
-        a[e] = static_cast<std::int8_t>(q - (high ? 0 : 4));
-    }
+TESSERA_ALWAYS_INLINE void unpack_q3k_values(const block_q3_K& b, std::int8_t* a) noexcept {  // a[256] in [-4, 3]
+    // element 128 h + 32 (shift / 2) + l: bits shift of qs[32 h + l], high bit e / 32 of hmask[l]
+    std::uint8_t m = 1;
+    for (int h = 0; h < 2; ++h)
+        for (int shift = 0; shift < 8; shift += 2, m = static_cast<std::uint8_t>(m << 1))
+            for (int l = 0; l < 32; ++l)
+                *a++ = static_cast<std::int8_t>(((b.qs[32 * h + l] >> shift) & 3) - ((b.hmask[l] & m) ? 0 : 4));
 }
-inline void unpack_q6k_values(const block_q6_K& b, std::int8_t* a) noexcept {  // a[256] in [-32, 31]
+TESSERA_ALWAYS_INLINE void unpack_q6k_values(const block_q6_K& b, std::int8_t* a) noexcept {  // a[256] in [-32, 31]
     for (int h = 0; h < 2; ++h) {
         const std::uint8_t* ql = b.ql + 64 * h;
         const std::uint8_t* qh = b.qh + 32 * h;
@@ -148,14 +148,14 @@ inline void unpack_q6k_values(const block_q6_K& b, std::int8_t* a) noexcept {  /
         }
     }
 }
-inline void unpack_q4k_values(const block_q4_K& b, std::int8_t* a) noexcept {  // a[256] in [0, 15]
+TESSERA_ALWAYS_INLINE void unpack_q4k_values(const block_q4_K& b, std::int8_t* a) noexcept {  // a[256] in [0, 15]
     for (int c = 0; c < 4; ++c)
         for (int l = 0; l < 32; ++l) {
             a[64 * c + l] = static_cast<std::int8_t>(b.qs[32 * c + l] & 0xF);
             a[64 * c + l + 32] = static_cast<std::int8_t>(b.qs[32 * c + l] >> 4);
         }
 }
-inline void unpack_q5k_values(const block_q5_K& b, std::int8_t* a) noexcept {  // a[256] in [0, 31]
+TESSERA_ALWAYS_INLINE void unpack_q5k_values(const block_q5_K& b, std::int8_t* a) noexcept {  // a[256] in [0, 31]
     for (int c = 0; c < 4; ++c)
         for (int l = 0; l < 32; ++l) {
             a[64 * c + l] = static_cast<std::int8_t>((b.qs[32 * c + l] & 0xF) + ((b.qh[l] >> (2 * c)) & 1) * 16);
@@ -169,16 +169,16 @@ inline void unpack_q5k_values(const block_q5_K& b, std::int8_t* a) noexcept {  /
 // scaled by d and accumulated in 8 float lanes over the whole row, summed at the end.
 struct lane_sums {
     float sums[8] = {};
-    void add_block(float d, const std::int32_t* aux32) noexcept {
+    TESSERA_ALWAYS_INLINE void add_block(float d, const std::int32_t* aux32) noexcept {
         for (int l = 0; l < 8; ++l) sums[l] += d * static_cast<float>(aux32[l]);
     }
-    float total(float init) const noexcept {
+    TESSERA_ALWAYS_INLINE float total(float init) const noexcept {
         for (int l = 0; l < 8; ++l) init += sums[l];
         return init;
     }
 };
 // aux32[l] += scale * (q8[l] * a[l]) over n/8 groups of 8, scale per group of `group`.
-inline void accumulate_lanes(const std::int8_t* q8, const std::int8_t* a, const int* scale, int group,
+TESSERA_ALWAYS_INLINE void accumulate_lanes(const std::int8_t* q8, const std::int8_t* a, const int* scale, int group,
                              std::int32_t* aux32) noexcept {
     for (int g = 0; g < qk_k / 8; ++g) {
         const int s = scale[(8 * g) / group];
@@ -268,36 +268,54 @@ inline void quantize_row_ref(const float* x, block_q2_K* y, std::int64_t n, cons
         detail::pack_2bit_256(y[b].qs, L);
     }
 }
-inline void dequantize_row_ref(const block_q2_K* x, float* y, std::int64_t n) {
-    detail::check_row<block_q2_K>(n, "dequantize_row_ref(q2_K)");
+template <class Tag = void>
+void dequantize_row_unchecked(const block_q2_K* x, float* y, std::int64_t n) noexcept {
     for (std::int64_t b = 0; b < n / qk_k; ++b) {
-        const float d = x[b].d.to_float(), dmin = x[b].dmin.to_float();
-        for (int e = 0; e < qk_k; ++e) {
-            const int h = e / 128, r = e % 128, shift = 2 * (r / 32), l = r % 32;
-            const std::uint8_t sc = x[b].scales[e / 16];
-            const int q = (x[b].qs[32 * h + l] >> shift) & 3;
-            *y++ = d * static_cast<float>(sc & 0xF) * static_cast<float>(q) - dmin * static_cast<float>(sc >> 4);
-        }
+        const float d = detail::widen<Tag>(x[b].d), dmin = detail::widen<Tag>(x[b].dmin);
+        const std::uint8_t* qs = x[b].qs;
+        int is = 0;
+        for (int h = 0; h < 2; ++h, qs += 32)
+            for (int shift = 0; shift < 8; shift += 2)
+                for (int part = 0; part < 2; ++part) {  // 16 elements per scale
+                    const std::uint8_t sc = x[b].scales[is++];
+                    const float dl = d * static_cast<float>(sc & 0xF), ml = dmin * static_cast<float>(sc >> 4);
+                    for (int l = 0; l < 16; ++l) {
+                        const float v = dl * static_cast<float>((qs[16 * part + l] >> shift) & 3);
+                        *y++ = v - ml;
+                    }
+                }
     }
 }
-inline float vec_dot_ref(std::int64_t n, const block_q2_K* x, const block_q8_K* y) {
-    detail::check_row<block_q2_K>(n, "vec_dot_ref(q2_K)");
+inline void dequantize_row_ref(const block_q2_K* x, float* y, std::int64_t n) {
+    detail::check_row<block_q2_K>(n, "dequantize_row_ref(q2_K)");
+    dequantize_row_unchecked(x, y, n);
+}
+template <class Tag = void>
+float vec_dot_unchecked(std::int64_t n, const block_q2_K* x, const block_q8_K* y) noexcept {
     float sumf = 0;
     for (std::int64_t b = 0; b < n / qk_k; ++b) {
         int summs = 0;
         for (int j = 0; j < 16; ++j) summs += y[b].bsums[j] * (x[b].scales[j] >> 4);
-        const float dall = y[b].d * x[b].d.to_float();
-        const float dmin = y[b].d * x[b].dmin.to_float();
+        const float dall = y[b].d * detail::widen<Tag>(x[b].d);
+        const float dmin = y[b].d * detail::widen<Tag>(x[b].dmin);
+        std::int8_t a[qk_k];  // the 2-bit values in element order
+        int k = 0;
+        for (int h = 0; h < 2; ++h)
+            for (int shift = 0; shift < 8; shift += 2)
+                for (int l = 0; l < 32; ++l) a[k++] = static_cast<std::int8_t>((x[b].qs[32 * h + l] >> shift) & 3);
         int isum = 0;
-        for (int e16 = 0; e16 < 16; ++e16) {  // sub-block of 16 elements
-            const int h = e16 / 8, shift = 2 * ((e16 % 8) / 2), off = 16 * (e16 % 2);
-            int s = 0;
-            for (int l = 0; l < 16; ++l) s += y[b].qs[16 * e16 + l] * ((x[b].qs[32 * h + off + l] >> shift) & 3);
-            isum += (x[b].scales[e16] & 0xF) * s;
+        for (int j = 0; j < 16; ++j) {  // sub-block of 16 elements
+            int s16 = 0;
+            for (int l = 0; l < 16; ++l) s16 += y[b].qs[16 * j + l] * a[16 * j + l];
+            isum += (x[b].scales[j] & 0xF) * s16;
         }
         sumf += dall * static_cast<float>(isum) - dmin * static_cast<float>(summs);
     }
     return sumf;
+}
+inline float vec_dot_ref(std::int64_t n, const block_q2_K* x, const block_q8_K* y) {
+    detail::check_row<block_q2_K>(n, "vec_dot_ref(q2_K)");
+    return vec_dot_unchecked(n, x, y);
 }
 
 // ---- q3_K: x = d * (sc - 32) * (q - 4 * !hbit), 16 sub-blocks of 16 ----------------
@@ -382,18 +400,24 @@ inline void quantize_row_ref(const float* x, block_q3_K* y, std::int64_t n, cons
         detail::finish_q3k(x, y[b], L);
     }
 }
-inline void dequantize_row_ref(const block_q3_K* x, float* y, std::int64_t n) {
-    detail::check_row<block_q3_K>(n, "dequantize_row_ref(q3_K)");
+template <class Tag = void>
+void dequantize_row_unchecked(const block_q3_K* x, float* y, std::int64_t n) noexcept {
     for (std::int64_t b = 0; b < n / qk_k; ++b) {
-        const float d = x[b].d.to_float();
+        const float d = detail::widen<Tag>(x[b].d);
         std::int8_t a[qk_k];
         detail::unpack_q3k_values(x[b], a);
-        for (int e = 0; e < qk_k; ++e)
-            *y++ = d * static_cast<float>(detail::get_scale_q3k(e / 16, x[b].scales) - 32) * static_cast<float>(a[e]);
+        for (int j = 0; j < 16; ++j) {
+            const float dl = d * static_cast<float>(detail::get_scale_q3k(j, x[b].scales) - 32);
+            for (int l = 0; l < 16; ++l) *y++ = dl * static_cast<float>(a[16 * j + l]);
+        }
     }
 }
-inline float vec_dot_ref(std::int64_t n, const block_q3_K* x, const block_q8_K* y) {
-    detail::check_row<block_q3_K>(n, "vec_dot_ref(q3_K)");
+inline void dequantize_row_ref(const block_q3_K* x, float* y, std::int64_t n) {
+    detail::check_row<block_q3_K>(n, "dequantize_row_ref(q3_K)");
+    dequantize_row_unchecked(x, y, n);
+}
+template <class Tag = void>
+float vec_dot_unchecked(std::int64_t n, const block_q3_K* x, const block_q8_K* y) noexcept {
     detail::lane_sums acc;
     for (std::int64_t b = 0; b < n / qk_k; ++b) {
         std::int8_t a[qk_k];
@@ -402,9 +426,13 @@ inline float vec_dot_ref(std::int64_t n, const block_q3_K* x, const block_q8_K* 
         for (int j = 0; j < 16; ++j) sc[j] = detail::get_scale_q3k(j, x[b].scales) - 32;
         std::int32_t aux32[8] = {};
         detail::accumulate_lanes(y[b].qs, a, sc, 16, aux32);
-        acc.add_block(x[b].d.to_float() * y[b].d, aux32);
+        acc.add_block(detail::widen<Tag>(x[b].d) * y[b].d, aux32);
     }
     return acc.total(0.0f);
+}
+inline float vec_dot_ref(std::int64_t n, const block_q3_K* x, const block_q8_K* y) {
+    detail::check_row<block_q3_K>(n, "vec_dot_ref(q3_K)");
+    return vec_dot_unchecked(n, x, y);
 }
 
 // ---- q4_K: x = d * sc * q - dmin * m, q in [0,15], 8 sub-blocks of 32 --------------
@@ -425,10 +453,10 @@ inline void quantize_row_ref(const float* x, block_q4_K* y, std::int64_t n, cons
         detail::pack_4bit_256(y[b].qs, L);
     }
 }
-inline void dequantize_row_ref(const block_q4_K* x, float* y, std::int64_t n) {
-    detail::check_row<block_q4_K>(n, "dequantize_row_ref(q4_K)");
+template <class Tag = void>
+void dequantize_row_unchecked(const block_q4_K* x, float* y, std::int64_t n) noexcept {
     for (std::int64_t b = 0; b < n / qk_k; ++b) {
-        const float d = x[b].d.to_float(), dmin = x[b].dmin.to_float();
+        const float d = detail::widen<Tag>(x[b].d), dmin = detail::widen<Tag>(x[b].dmin);
         std::int8_t a[qk_k];
         detail::unpack_q4k_values(x[b], a);
         for (int j = 0; j < 8; ++j) {
@@ -439,10 +467,14 @@ inline void dequantize_row_ref(const block_q4_K* x, float* y, std::int64_t n) {
         }
     }
 }
+inline void dequantize_row_ref(const block_q4_K* x, float* y, std::int64_t n) {
+    detail::check_row<block_q4_K>(n, "dequantize_row_ref(q4_K)");
+    dequantize_row_unchecked(x, y, n);
+}
 
 namespace detail {
-template <class BK>
-float vec_dot_k4_ref(std::int64_t n, const BK* x, const block_q8_K* y) {
+template <class Tag, class BK>
+TESSERA_ALWAYS_INLINE float vec_dot_k4_ref(std::int64_t n, const BK* x, const block_q8_K* y) {
     lane_sums acc;
     float sumf = 0;
     for (std::int64_t b = 0; b < n / qk_k; ++b) {
@@ -460,16 +492,20 @@ float vec_dot_k4_ref(std::int64_t n, const BK* x, const block_q8_K* y) {
         for (int j = 0; j < 16; ++j) sumi += y[b].bsums[j] * mn[j / 2];
         std::int32_t aux32[8] = {};
         accumulate_lanes(y[b].qs, a, sc, 32, aux32);
-        acc.add_block(x[b].d.to_float() * y[b].d, aux32);
-        sumf -= x[b].dmin.to_float() * y[b].d * static_cast<float>(sumi);
+        acc.add_block(widen<Tag>(x[b].d) * y[b].d, aux32);
+        sumf -= widen<Tag>(x[b].dmin) * y[b].d * static_cast<float>(sumi);
     }
     return acc.total(sumf);
 }
 }  // namespace detail
 
+template <class Tag = void>
+float vec_dot_unchecked(std::int64_t n, const block_q4_K* x, const block_q8_K* y) noexcept {
+    return detail::vec_dot_k4_ref<Tag>(n, x, y);
+}
 inline float vec_dot_ref(std::int64_t n, const block_q4_K* x, const block_q8_K* y) {
     detail::check_row<block_q4_K>(n, "vec_dot_ref(q4_K)");
-    return detail::vec_dot_k4_ref(n, x, y);
+    return vec_dot_unchecked(n, x, y);
 }
 
 // ---- q5_K: as q4_K with a fifth bit, q in [0,31] -----------------------------------
@@ -492,10 +528,10 @@ inline void quantize_row_ref(const float* x, block_q5_K* y, std::int64_t n, cons
         detail::pack_4bit_256(y[b].qs, L);
     }
 }
-inline void dequantize_row_ref(const block_q5_K* x, float* y, std::int64_t n) {
-    detail::check_row<block_q5_K>(n, "dequantize_row_ref(q5_K)");
+template <class Tag = void>
+void dequantize_row_unchecked(const block_q5_K* x, float* y, std::int64_t n) noexcept {
     for (std::int64_t b = 0; b < n / qk_k; ++b) {
-        const float d = x[b].d.to_float(), dmin = x[b].dmin.to_float();
+        const float d = detail::widen<Tag>(x[b].d), dmin = detail::widen<Tag>(x[b].dmin);
         std::int8_t a[qk_k];
         detail::unpack_q5k_values(x[b], a);
         for (int j = 0; j < 8; ++j) {
@@ -506,9 +542,17 @@ inline void dequantize_row_ref(const block_q5_K* x, float* y, std::int64_t n) {
         }
     }
 }
+inline void dequantize_row_ref(const block_q5_K* x, float* y, std::int64_t n) {
+    detail::check_row<block_q5_K>(n, "dequantize_row_ref(q5_K)");
+    dequantize_row_unchecked(x, y, n);
+}
+template <class Tag = void>
+float vec_dot_unchecked(std::int64_t n, const block_q5_K* x, const block_q8_K* y) noexcept {
+    return detail::vec_dot_k4_ref<Tag>(n, x, y);
+}
 inline float vec_dot_ref(std::int64_t n, const block_q5_K* x, const block_q8_K* y) {
     detail::check_row<block_q5_K>(n, "vec_dot_ref(q5_K)");
-    return detail::vec_dot_k4_ref(n, x, y);
+    return vec_dot_unchecked(n, x, y);
 }
 
 // ---- q6_K: x = d * sc * (q - 32), q in [0,63], 16 sub-blocks of 16, int8 scales ----
@@ -578,18 +622,22 @@ inline void quantize_row_ref(const float* x, block_q6_K* y, std::int64_t n, cons
     detail::check_row<block_q6_K>(n, "quantize_row_ref(q6_K)");
     detail::quantize_q6k_row(x, y, n, imatrix);
 }
-inline void dequantize_row_ref(const block_q6_K* x, float* y, std::int64_t n) {
-    detail::check_row<block_q6_K>(n, "dequantize_row_ref(q6_K)");
+template <class Tag = void>
+void dequantize_row_unchecked(const block_q6_K* x, float* y, std::int64_t n) noexcept {
     for (std::int64_t b = 0; b < n / qk_k; ++b) {
-        const float d = x[b].d.to_float();
+        const float d = detail::widen<Tag>(x[b].d);
         std::int8_t a[qk_k];
         detail::unpack_q6k_values(x[b], a);
         for (int e = 0; e < qk_k; ++e)
             *y++ = d * static_cast<float>(x[b].scales[e / 16]) * static_cast<float>(a[e]);
     }
 }
-inline float vec_dot_ref(std::int64_t n, const block_q6_K* x, const block_q8_K* y) {
-    detail::check_row<block_q6_K>(n, "vec_dot_ref(q6_K)");
+inline void dequantize_row_ref(const block_q6_K* x, float* y, std::int64_t n) {
+    detail::check_row<block_q6_K>(n, "dequantize_row_ref(q6_K)");
+    dequantize_row_unchecked(x, y, n);
+}
+template <class Tag = void>
+float vec_dot_unchecked(std::int64_t n, const block_q6_K* x, const block_q8_K* y) noexcept {
     detail::lane_sums acc;
     for (std::int64_t b = 0; b < n / qk_k; ++b) {
         std::int8_t a[qk_k];
@@ -598,9 +646,13 @@ inline float vec_dot_ref(std::int64_t n, const block_q6_K* x, const block_q8_K* 
         for (int j = 0; j < 16; ++j) sc[j] = x[b].scales[j];
         std::int32_t aux32[8] = {};
         detail::accumulate_lanes(y[b].qs, a, sc, 16, aux32);
-        acc.add_block(x[b].d.to_float() * y[b].d, aux32);
+        acc.add_block(detail::widen<Tag>(x[b].d) * y[b].d, aux32);
     }
     return acc.total(0.0f);
+}
+inline float vec_dot_ref(std::int64_t n, const block_q6_K* x, const block_q8_K* y) {
+    detail::check_row<block_q6_K>(n, "vec_dot_ref(q6_K)");
+    return vec_dot_unchecked(n, x, y);
 }
 
 }  // namespace quant

@@ -55,8 +55,8 @@ inline void quantize_row_ref(const float* x, block_mxfp4* y, std::int64_t n) {
 inline void quantize_row_ref(const float* x, block_mxfp4* y, std::int64_t n, const float* /*imatrix*/) {
     quantize_row_ref(x, y, n);
 }
-inline void dequantize_row_ref(const block_mxfp4* x, float* y, std::int64_t n) {
-    detail::check_row<block_mxfp4>(n, "dequantize_row_ref(mxfp4)");
+template <class Tag = void>
+void dequantize_row_unchecked(const block_mxfp4* x, float* y, std::int64_t n) noexcept {
     for (std::int64_t b = 0; b < n / 32; ++b, y += 32) {
         const float d = e8m0_half[x[b].e];
         for (int j = 0; j < 16; ++j) {
@@ -65,11 +65,15 @@ inline void dequantize_row_ref(const block_mxfp4* x, float* y, std::int64_t n) {
         }
     }
 }
-inline float vec_dot_ref(std::int64_t n, const block_mxfp4* x, const block_q8_0* y) {
-    detail::check_row<block_mxfp4>(n, "vec_dot_ref(mxfp4)");
+inline void dequantize_row_ref(const block_mxfp4* x, float* y, std::int64_t n) {
+    detail::check_row<block_mxfp4>(n, "dequantize_row_ref(mxfp4)");
+    dequantize_row_unchecked(x, y, n);
+}
+template <class Tag = void>
+float vec_dot_unchecked(std::int64_t n, const block_mxfp4* x, const block_q8_0* y) noexcept {
     float sum = 0;
     for (std::int64_t b = 0; b < n / 32; ++b) {
-        const float d = y[b].d.to_float() * e8m0_half[x[b].e];
+        const float d = detail::widen<Tag>(y[b].d) * e8m0_half[x[b].e];
         int s1 = 0, s2 = 0;
         for (int j = 0; j < 16; ++j) {
             s1 += y[b].qs[j] * kvalues_mxfp4[x[b].qs[j] & 0xF];
@@ -78,6 +82,10 @@ inline float vec_dot_ref(std::int64_t n, const block_mxfp4* x, const block_q8_0*
         sum += d * static_cast<float>(s1 + s2);
     }
     return sum;
+}
+inline float vec_dot_ref(std::int64_t n, const block_mxfp4* x, const block_q8_0* y) {
+    detail::check_row<block_mxfp4>(n, "vec_dot_ref(mxfp4)");
+    return vec_dot_unchecked(n, x, y);
 }
 
 }  // namespace quant

@@ -30,12 +30,12 @@ inline void store_q5_high_bits(std::uint8_t* qh, const std::uint8_t* q) noexcept
     for (int j = 0; j < 32; ++j) h |= static_cast<std::uint32_t>((q[j] >> 4) & 1u) << j;
     std::memcpy(qh, &h, 4);  // little-endian host (x86)
 }
-inline std::uint32_t load_u32(const std::uint8_t* p) noexcept {
+TESSERA_ALWAYS_INLINE std::uint32_t load_u32(const std::uint8_t* p) noexcept {
     std::uint32_t h;
     std::memcpy(&h, p, 4);
     return h;
 }
-inline void store_nibbles32(std::uint8_t* qs, const std::uint8_t* q) noexcept {  // q[32], low 4 bits used
+TESSERA_ALWAYS_INLINE void store_nibbles32(std::uint8_t* qs, const std::uint8_t* q) noexcept {  // q[32], low 4 bits used
     for (int j = 0; j < 16; ++j) qs[j] = static_cast<std::uint8_t>((q[j] & 0xF) | ((q[j + 16] & 0xF) << 4));
 }
 inline float row_sigma2(const float* x, std::int64_t n) noexcept {
@@ -57,8 +57,8 @@ inline min_max find_min_max(const float* x, int n) noexcept {
 }  // namespace detail
 
 // ---- q4_0 ----------------------------------------------------------------------------
-inline void quantize_row_ref(const float* x, block_q4_0* y, std::int64_t n) {
-    detail::check_row<block_q4_0>(n, "quantize_row_ref(q4_0)");
+template <class Tag = void>
+void quantize_row_unchecked(const float* x, block_q4_0* y, std::int64_t n) noexcept {
     for (std::int64_t b = 0; b < n / qk4_0; ++b, x += qk4_0) {
         const float max = detail::find_signed_max(x, qk4_0).value;
         const float d = max / -8;
@@ -72,6 +72,10 @@ inline void quantize_row_ref(const float* x, block_q4_0* y, std::int64_t n) {
         detail::store_nibbles32(y[b].qs, q);
     }
 }
+inline void quantize_row_ref(const float* x, block_q4_0* y, std::int64_t n) {
+    detail::check_row<block_q4_0>(n, "quantize_row_ref(q4_0)");
+    quantize_row_unchecked(x, y, n);
+}
 inline void quantize_row_ref(const float* x, block_q4_0* y, std::int64_t n, const float* imatrix) {
     if (!imatrix) return quantize_row_ref(x, y, n);
     detail::check_row<block_q4_0>(n, "quantize_row_ref(q4_0)");
@@ -84,18 +88,22 @@ inline void quantize_row_ref(const float* x, block_q4_0* y, std::int64_t n, cons
         detail::store_nibbles32(y[b].qs, reinterpret_cast<const std::uint8_t*>(L));
     }
 }
-inline void dequantize_row_ref(const block_q4_0* x, float* y, std::int64_t n) {
-    detail::check_row<block_q4_0>(n, "dequantize_row_ref(q4_0)");
+template <class Tag = void>
+void dequantize_row_unchecked(const block_q4_0* x, float* y, std::int64_t n) noexcept {
     for (std::int64_t b = 0; b < n / qk4_0; ++b, y += qk4_0) {
-        const float d = x[b].d.to_float();
+        const float d = detail::widen<Tag>(x[b].d);
         for (int j = 0; j < 16; ++j) {
             y[j] = static_cast<float>((x[b].qs[j] & 0xF) - 8) * d;
             y[j + 16] = static_cast<float>((x[b].qs[j] >> 4) - 8) * d;
         }
     }
 }
-inline float vec_dot_ref(std::int64_t n, const block_q4_0* x, const block_q8_0* y) {
-    detail::check_row<block_q4_0>(n, "vec_dot_ref(q4_0)");
+inline void dequantize_row_ref(const block_q4_0* x, float* y, std::int64_t n) {
+    detail::check_row<block_q4_0>(n, "dequantize_row_ref(q4_0)");
+    dequantize_row_unchecked(x, y, n);
+}
+template <class Tag = void>
+float vec_dot_unchecked(std::int64_t n, const block_q4_0* x, const block_q8_0* y) noexcept {
     float sum = 0;
     for (std::int64_t b = 0; b < n / qk4_0; ++b) {
         int s = 0;
@@ -103,9 +111,13 @@ inline float vec_dot_ref(std::int64_t n, const block_q4_0* x, const block_q8_0* 
             s += ((x[b].qs[j] & 0xF) - 8) * y[b].qs[j];
             s += ((x[b].qs[j] >> 4) - 8) * y[b].qs[j + 16];
         }
-        sum += static_cast<float>(s) * x[b].d.to_float() * y[b].d.to_float();
+        sum += static_cast<float>(s) * detail::widen<Tag>(x[b].d) * detail::widen<Tag>(y[b].d);
     }
     return sum;
+}
+inline float vec_dot_ref(std::int64_t n, const block_q4_0* x, const block_q8_0* y) {
+    detail::check_row<block_q4_0>(n, "vec_dot_ref(q4_0)");
+    return vec_dot_unchecked(n, x, y);
 }
 
 // ---- q4_1 ----------------------------------------------------------------------------
@@ -140,18 +152,22 @@ inline void quantize_row_ref(const float* x, block_q4_1* y, std::int64_t n, cons
         detail::store_nibbles32(y[b].qs, L);
     }
 }
-inline void dequantize_row_ref(const block_q4_1* x, float* y, std::int64_t n) {
-    detail::check_row<block_q4_1>(n, "dequantize_row_ref(q4_1)");
+template <class Tag = void>
+void dequantize_row_unchecked(const block_q4_1* x, float* y, std::int64_t n) noexcept {
     for (std::int64_t b = 0; b < n / qk4_1; ++b, y += qk4_1) {
-        const float d = x[b].d.to_float(), m = x[b].m.to_float();
+        const float d = detail::widen<Tag>(x[b].d), m = detail::widen<Tag>(x[b].m);
         for (int j = 0; j < 16; ++j) {
             y[j] = static_cast<float>(x[b].qs[j] & 0xF) * d + m;
             y[j + 16] = static_cast<float>(x[b].qs[j] >> 4) * d + m;
         }
     }
 }
-inline float vec_dot_ref(std::int64_t n, const block_q4_1* x, const block_q8_1* y) {
-    detail::check_row<block_q4_1>(n, "vec_dot_ref(q4_1)");
+inline void dequantize_row_ref(const block_q4_1* x, float* y, std::int64_t n) {
+    detail::check_row<block_q4_1>(n, "dequantize_row_ref(q4_1)");
+    dequantize_row_unchecked(x, y, n);
+}
+template <class Tag = void>
+float vec_dot_unchecked(std::int64_t n, const block_q4_1* x, const block_q8_1* y) noexcept {
     float sum = 0;
     for (std::int64_t b = 0; b < n / qk4_1; ++b) {
         int s = 0;
@@ -159,10 +175,14 @@ inline float vec_dot_ref(std::int64_t n, const block_q4_1* x, const block_q8_1* 
             s += (x[b].qs[j] & 0xF) * y[b].qs[j];
             s += (x[b].qs[j] >> 4) * y[b].qs[j + 16];
         }
-        sum += (x[b].d.to_float() * y[b].d.to_float()) * static_cast<float>(s) +
-               x[b].m.to_float() * y[b].s.to_float();
+        sum += (detail::widen<Tag>(x[b].d) * detail::widen<Tag>(y[b].d)) * static_cast<float>(s) +
+               detail::widen<Tag>(x[b].m) * detail::widen<Tag>(y[b].s);
     }
     return sum;
+}
+inline float vec_dot_ref(std::int64_t n, const block_q4_1* x, const block_q8_1* y) {
+    detail::check_row<block_q4_1>(n, "vec_dot_ref(q4_1)");
+    return vec_dot_unchecked(n, x, y);
 }
 
 // ---- q5_0 ----------------------------------------------------------------------------
@@ -196,10 +216,10 @@ inline void quantize_row_ref(const float* x, block_q5_0* y, std::int64_t n, cons
         detail::store_q5_high_bits(y[b].qh, q);
     }
 }
-inline void dequantize_row_ref(const block_q5_0* x, float* y, std::int64_t n) {
-    detail::check_row<block_q5_0>(n, "dequantize_row_ref(q5_0)");
+template <class Tag = void>
+void dequantize_row_unchecked(const block_q5_0* x, float* y, std::int64_t n) noexcept {
     for (std::int64_t b = 0; b < n / qk5_0; ++b, y += qk5_0) {
-        const float d = x[b].d.to_float();
+        const float d = detail::widen<Tag>(x[b].d);
         const std::uint32_t h = detail::load_u32(x[b].qh);
         for (int j = 0; j < 16; ++j) {
             const int v0 = static_cast<int>((x[b].qs[j] & 0xFu) | (((h >> j) & 1u) << 4)) - 16;
@@ -209,8 +229,12 @@ inline void dequantize_row_ref(const block_q5_0* x, float* y, std::int64_t n) {
         }
     }
 }
-inline float vec_dot_ref(std::int64_t n, const block_q5_0* x, const block_q8_0* y) {
-    detail::check_row<block_q5_0>(n, "vec_dot_ref(q5_0)");
+inline void dequantize_row_ref(const block_q5_0* x, float* y, std::int64_t n) {
+    detail::check_row<block_q5_0>(n, "dequantize_row_ref(q5_0)");
+    dequantize_row_unchecked(x, y, n);
+}
+template <class Tag = void>
+float vec_dot_unchecked(std::int64_t n, const block_q5_0* x, const block_q8_0* y) noexcept {
     float sum = 0;
     for (std::int64_t b = 0; b < n / qk5_0; ++b) {
         const std::uint32_t h = detail::load_u32(x[b].qh);
@@ -220,9 +244,13 @@ inline float vec_dot_ref(std::int64_t n, const block_q5_0* x, const block_q8_0* 
             const int v1 = static_cast<int>((x[b].qs[j] >> 4) | (((h >> (j + 16)) & 1u) << 4)) - 16;
             s += v0 * y[b].qs[j] + v1 * y[b].qs[j + 16];
         }
-        sum += (x[b].d.to_float() * y[b].d.to_float()) * static_cast<float>(s);
+        sum += (detail::widen<Tag>(x[b].d) * detail::widen<Tag>(y[b].d)) * static_cast<float>(s);
     }
     return sum;
+}
+inline float vec_dot_ref(std::int64_t n, const block_q5_0* x, const block_q8_0* y) {
+    detail::check_row<block_q5_0>(n, "vec_dot_ref(q5_0)");
+    return vec_dot_unchecked(n, x, y);
 }
 
 // ---- q5_1 ----------------------------------------------------------------------------
@@ -256,10 +284,10 @@ inline void quantize_row_ref(const float* x, block_q5_1* y, std::int64_t n, cons
         detail::store_q5_high_bits(y[b].qh, L);
     }
 }
-inline void dequantize_row_ref(const block_q5_1* x, float* y, std::int64_t n) {
-    detail::check_row<block_q5_1>(n, "dequantize_row_ref(q5_1)");
+template <class Tag = void>
+void dequantize_row_unchecked(const block_q5_1* x, float* y, std::int64_t n) noexcept {
     for (std::int64_t b = 0; b < n / qk5_1; ++b, y += qk5_1) {
-        const float d = x[b].d.to_float(), m = x[b].m.to_float();
+        const float d = detail::widen<Tag>(x[b].d), m = detail::widen<Tag>(x[b].m);
         const std::uint32_t h = detail::load_u32(x[b].qh);
         for (int j = 0; j < 16; ++j) {
             const unsigned v0 = (x[b].qs[j] & 0xFu) | (((h >> j) & 1u) << 4);
@@ -269,8 +297,12 @@ inline void dequantize_row_ref(const block_q5_1* x, float* y, std::int64_t n) {
         }
     }
 }
-inline float vec_dot_ref(std::int64_t n, const block_q5_1* x, const block_q8_1* y) {
-    detail::check_row<block_q5_1>(n, "vec_dot_ref(q5_1)");
+inline void dequantize_row_ref(const block_q5_1* x, float* y, std::int64_t n) {
+    detail::check_row<block_q5_1>(n, "dequantize_row_ref(q5_1)");
+    dequantize_row_unchecked(x, y, n);
+}
+template <class Tag = void>
+float vec_dot_unchecked(std::int64_t n, const block_q5_1* x, const block_q8_1* y) noexcept {
     float sum = 0;
     for (std::int64_t b = 0; b < n / qk5_1; ++b) {
         const std::uint32_t h = detail::load_u32(x[b].qh);
@@ -280,10 +312,14 @@ inline float vec_dot_ref(std::int64_t n, const block_q5_1* x, const block_q8_1* 
             const int v1 = static_cast<int>((x[b].qs[j] >> 4) | (((h >> (j + 16)) & 1u) << 4));
             s += v0 * y[b].qs[j] + v1 * y[b].qs[j + 16];
         }
-        sum += (x[b].d.to_float() * y[b].d.to_float()) * static_cast<float>(s) +
-               x[b].m.to_float() * y[b].s.to_float();
+        sum += (detail::widen<Tag>(x[b].d) * detail::widen<Tag>(y[b].d)) * static_cast<float>(s) +
+               detail::widen<Tag>(x[b].m) * detail::widen<Tag>(y[b].s);
     }
     return sum;
+}
+inline float vec_dot_ref(std::int64_t n, const block_q5_1* x, const block_q8_1* y) {
+    detail::check_row<block_q5_1>(n, "vec_dot_ref(q5_1)");
+    return vec_dot_unchecked(n, x, y);
 }
 
 }  // namespace quant

@@ -17,8 +17,8 @@ TESSERA_BEGIN_NAMESPACE
 namespace quant {
 
 // ---- q8_0 ----------------------------------------------------------------------------
-inline void quantize_row_ref(const float* x, block_q8_0* y, std::int64_t n) {
-    detail::check_row<block_q8_0>(n, "quantize_row_ref(q8_0)");
+template <class Tag = void>
+void quantize_row_unchecked(const float* x, block_q8_0* y, std::int64_t n) noexcept {
     for (std::int64_t b = 0; b < n / qk8_0; ++b, x += qk8_0) {
         float amax = 0.0f;
         for (int j = 0; j < qk8_0; ++j) amax = detail::max_keep_nan(amax, std::fabs(x[j]));
@@ -28,30 +28,42 @@ inline void quantize_row_ref(const float* x, block_q8_0* y, std::int64_t n) {
         for (int j = 0; j < qk8_0; ++j) y[b].qs[j] = detail::round_away_i8(x[j] * id);
     }
 }
+inline void quantize_row_ref(const float* x, block_q8_0* y, std::int64_t n) {
+    detail::check_row<block_q8_0>(n, "quantize_row_ref(q8_0)");
+    quantize_row_unchecked(x, y, n);
+}
 inline void quantize_row_ref(const float* x, block_q8_0* y, std::int64_t n, const float* /*imatrix*/) {
     quantize_row_ref(x, y, n);
 }
-inline void dequantize_row_ref(const block_q8_0* x, float* y, std::int64_t n) {
-    detail::check_row<block_q8_0>(n, "dequantize_row_ref(q8_0)");
+template <class Tag = void>
+void dequantize_row_unchecked(const block_q8_0* x, float* y, std::int64_t n) noexcept {
     for (std::int64_t b = 0; b < n / qk8_0; ++b) {
-        const float d = x[b].d.to_float();
+        const float d = detail::widen<Tag>(x[b].d);
         for (int j = 0; j < qk8_0; ++j) *y++ = static_cast<float>(x[b].qs[j]) * d;
     }
 }
-inline float vec_dot_ref(std::int64_t n, const block_q8_0* x, const block_q8_0* y) {
-    detail::check_row<block_q8_0>(n, "vec_dot_ref(q8_0)");
+inline void dequantize_row_ref(const block_q8_0* x, float* y, std::int64_t n) {
+    detail::check_row<block_q8_0>(n, "dequantize_row_ref(q8_0)");
+    dequantize_row_unchecked(x, y, n);
+}
+template <class Tag = void>
+float vec_dot_unchecked(std::int64_t n, const block_q8_0* x, const block_q8_0* y) noexcept {
     float sum = 0;
     for (std::int64_t b = 0; b < n / qk8_0; ++b) {
         int s = 0;
         for (int j = 0; j < qk8_0; ++j) s += x[b].qs[j] * y[b].qs[j];
-        sum += static_cast<float>(s) * (x[b].d.to_float() * y[b].d.to_float());
+        sum += static_cast<float>(s) * (detail::widen<Tag>(x[b].d) * detail::widen<Tag>(y[b].d));
     }
     return sum;
 }
+inline float vec_dot_ref(std::int64_t n, const block_q8_0* x, const block_q8_0* y) {
+    detail::check_row<block_q8_0>(n, "vec_dot_ref(q8_0)");
+    return vec_dot_unchecked(n, x, y);
+}
 
 // ---- q8_1 ----------------------------------------------------------------------------
-inline void quantize_row_ref(const float* x, block_q8_1* y, std::int64_t n) {
-    detail::check_row<block_q8_1>(n, "quantize_row_ref(q8_1)");
+template <class Tag = void>
+void quantize_row_unchecked(const float* x, block_q8_1* y, std::int64_t n) noexcept {
     for (std::int64_t b = 0; b < n / qk8_1; ++b, x += qk8_1) {
         float amax = 0.0f;
         for (int j = 0; j < qk8_1; ++j) amax = detail::max_keep_nan(amax, std::fabs(x[j]));
@@ -66,31 +78,43 @@ inline void quantize_row_ref(const float* x, block_q8_1* y, std::int64_t n) {
         y[b].s = f16::from_float(static_cast<float>(sum) * d);  // d before f16 rounding, as ggml
     }
 }
+inline void quantize_row_ref(const float* x, block_q8_1* y, std::int64_t n) {
+    detail::check_row<block_q8_1>(n, "quantize_row_ref(q8_1)");
+    quantize_row_unchecked(x, y, n);
+}
 inline void quantize_row_ref(const float* x, block_q8_1* y, std::int64_t n, const float* /*imatrix*/) {
     quantize_row_ref(x, y, n);
 }
-inline void dequantize_row_ref(const block_q8_1* x, float* y, std::int64_t n) {
-    detail::check_row<block_q8_1>(n, "dequantize_row_ref(q8_1)");
+template <class Tag = void>
+void dequantize_row_unchecked(const block_q8_1* x, float* y, std::int64_t n) noexcept {
     for (std::int64_t b = 0; b < n / qk8_1; ++b) {
-        const float d = x[b].d.to_float();
+        const float d = detail::widen<Tag>(x[b].d);
         for (int j = 0; j < qk8_1; ++j) *y++ = static_cast<float>(x[b].qs[j]) * d;
     }
 }
+inline void dequantize_row_ref(const block_q8_1* x, float* y, std::int64_t n) {
+    detail::check_row<block_q8_1>(n, "dequantize_row_ref(q8_1)");
+    dequantize_row_unchecked(x, y, n);
+}
 // q8_1 . q8_1 (ggml has no such kernel; given so every block type has a dot).
-inline float vec_dot_ref(std::int64_t n, const block_q8_1* x, const block_q8_1* y) {
-    detail::check_row<block_q8_1>(n, "vec_dot_ref(q8_1)");
+template <class Tag = void>
+float vec_dot_unchecked(std::int64_t n, const block_q8_1* x, const block_q8_1* y) noexcept {
     float sum = 0;
     for (std::int64_t b = 0; b < n / qk8_1; ++b) {
         int s = 0;
         for (int j = 0; j < qk8_1; ++j) s += x[b].qs[j] * y[b].qs[j];
-        sum += static_cast<float>(s) * (x[b].d.to_float() * y[b].d.to_float());
+        sum += static_cast<float>(s) * (detail::widen<Tag>(x[b].d) * detail::widen<Tag>(y[b].d));
     }
     return sum;
 }
+inline float vec_dot_ref(std::int64_t n, const block_q8_1* x, const block_q8_1* y) {
+    detail::check_row<block_q8_1>(n, "vec_dot_ref(q8_1)");
+    return vec_dot_unchecked(n, x, y);
+}
 
 // ---- q8_K ----------------------------------------------------------------------------
-inline void quantize_row_ref(const float* x, block_q8_K* y, std::int64_t n) {
-    detail::check_row<block_q8_K>(n, "quantize_row_ref(q8_K)");
+template <class Tag = void>
+void quantize_row_unchecked(const float* x, block_q8_K* y, std::int64_t n) noexcept {
     for (std::int64_t b = 0; b < n / qk_k; ++b, x += qk_k) {
         const detail::signed_max sm = detail::find_signed_max(x, qk_k);
         if (sm.magnitude == 0) {
@@ -112,17 +136,25 @@ inline void quantize_row_ref(const float* x, block_q8_K* y, std::int64_t n) {
         y[b].d = 1 / iscale;
     }
 }
+inline void quantize_row_ref(const float* x, block_q8_K* y, std::int64_t n) {
+    detail::check_row<block_q8_K>(n, "quantize_row_ref(q8_K)");
+    quantize_row_unchecked(x, y, n);
+}
 inline void quantize_row_ref(const float* x, block_q8_K* y, std::int64_t n, const float* /*imatrix*/) {
     quantize_row_ref(x, y, n);
 }
-inline void dequantize_row_ref(const block_q8_K* x, float* y, std::int64_t n) {
-    detail::check_row<block_q8_K>(n, "dequantize_row_ref(q8_K)");
+template <class Tag = void>
+void dequantize_row_unchecked(const block_q8_K* x, float* y, std::int64_t n) noexcept {
     for (std::int64_t b = 0; b < n / qk_k; ++b)
         for (int j = 0; j < qk_k; ++j) *y++ = x[b].d * static_cast<float>(x[b].qs[j]);
 }
+inline void dequantize_row_ref(const block_q8_K* x, float* y, std::int64_t n) {
+    detail::check_row<block_q8_K>(n, "dequantize_row_ref(q8_K)");
+    dequantize_row_unchecked(x, y, n);
+}
 // q8_K . q8_K (ggml has no such kernel; given so every block type has a dot).
-inline float vec_dot_ref(std::int64_t n, const block_q8_K* x, const block_q8_K* y) {
-    detail::check_row<block_q8_K>(n, "vec_dot_ref(q8_K)");
+template <class Tag = void>
+float vec_dot_unchecked(std::int64_t n, const block_q8_K* x, const block_q8_K* y) noexcept {
     float sum = 0;
     for (std::int64_t b = 0; b < n / qk_k; ++b) {
         int s = 0;
@@ -130,6 +162,10 @@ inline float vec_dot_ref(std::int64_t n, const block_q8_K* x, const block_q8_K* 
         sum += static_cast<float>(s) * (x[b].d * y[b].d);
     }
     return sum;
+}
+inline float vec_dot_ref(std::int64_t n, const block_q8_K* x, const block_q8_K* y) {
+    detail::check_row<block_q8_K>(n, "vec_dot_ref(q8_K)");
+    return vec_dot_unchecked(n, x, y);
 }
 
 }  // namespace quant

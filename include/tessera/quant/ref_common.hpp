@@ -20,6 +20,18 @@
 TESSERA_BEGIN_NAMESPACE
 namespace quant {
 namespace detail {
+// f16 -> f32 in the unchecked reference bodies. Tag is the arch a body is instantiated
+// for (void outside the kernels); the kernels specialize this for their arch tags with
+// the arch's conversion instruction (the same value: the conversion is exact).
+template <class Tag>
+struct f16_widen {
+    TESSERA_ALWAYS_INLINE static float apply(f16 h) noexcept { return h.to_float(); }
+};
+template <class Tag>
+TESSERA_ALWAYS_INLINE float widen(f16 h) noexcept {
+    return f16_widen<Tag>::apply(h);
+}
+
 
 // Throws shape_mismatch unless n is a non-negative whole number of B blocks.
 template <class B>
@@ -35,7 +47,7 @@ void check_row(std::int64_t n, const char* what) {
 // Round to nearest, ties to even, for |v| < 2^22 (what every caller passes): adding
 // 1.5 * 2^23 puts the integer into the low mantissa bits. Defined for any input
 // (NaN or huge values give some int, never undefined behaviour).
-inline int nearest_int(float v) noexcept {
+TESSERA_ALWAYS_INLINE int nearest_int(float v) noexcept {
     const float shifted = v + 12582912.0f;
     const auto bits = std::bit_cast<std::int32_t>(shifted);
     return (bits & 0x007fffff) - 0x00400000;
@@ -45,11 +57,11 @@ inline int nearest_int(float v) noexcept {
 // outside int32 give INT32_MIN, which is what x86's cvttss2si returns. ggml's
 // reference quantizers cast floats straight to int8/uint8, which compilers lower to
 // that instruction plus taking the low byte; low_byte() below reproduces it.
-inline std::int32_t trunc_i32(float v) noexcept {
+TESSERA_ALWAYS_INLINE std::int32_t trunc_i32(float v) noexcept {
     if (!(v >= -2147483648.0f && v < 2147483648.0f)) return INT32_MIN;
     return static_cast<std::int32_t>(v);
 }
-inline std::int8_t trunc_i8(float v) noexcept {
+TESSERA_ALWAYS_INLINE std::int8_t trunc_i8(float v) noexcept {
     return static_cast<std::int8_t>(static_cast<std::uint8_t>(static_cast<std::uint32_t>(trunc_i32(v)) & 0xffu));
 }
 inline std::uint8_t trunc_u8(float v) noexcept {
@@ -57,12 +69,12 @@ inline std::uint8_t trunc_u8(float v) noexcept {
 }
 
 // a > b ? a : b, as ggml's MAX macro: a NaN in b propagates.
-inline float max_keep_nan(float a, float b) noexcept { return a > b ? a : b; }
+TESSERA_ALWAYS_INLINE float max_keep_nan(float a, float b) noexcept { return a > b ? a : b; }
 
 // roundf (halves away from zero) to int8 as ggml's (int8_t)roundf(v): for |v| < 2^23
 // the fraction v - trunc(v) is exact, so comparing it with 0.5 is roundf exactly,
 // without a libm call; NaN and huge values take the general path.
-inline std::int8_t round_away_i8(float v) noexcept {
+TESSERA_ALWAYS_INLINE std::int8_t round_away_i8(float v) noexcept {
     if (!(std::fabs(v) < 8388608.0f)) return trunc_i8(std::round(v));
     const auto t = static_cast<std::int32_t>(v);
     const float frac = v - static_cast<float>(t);
@@ -77,7 +89,7 @@ struct signed_max {
     float value = 0.0f;
     float magnitude = 0.0f;
 };
-inline signed_max find_signed_max(const float* x, int n) noexcept {
+TESSERA_ALWAYS_INLINE signed_max find_signed_max(const float* x, int n) noexcept {
     signed_max m;
     for (int i = 0; i < n; ++i) {
         const float a = std::fabs(x[i]);
@@ -377,7 +389,7 @@ inline int nearest_level(int n, const std::int8_t* val, float v) noexcept {
 }
 
 // ---- the 12-byte packing of eight 6-bit scales and mins (q4_K, q5_K) --------------
-inline void get_scale_min_k4(int j, const std::uint8_t* q, std::uint8_t& d, std::uint8_t& m) noexcept {
+TESSERA_ALWAYS_INLINE void get_scale_min_k4(int j, const std::uint8_t* q, std::uint8_t& d, std::uint8_t& m) noexcept {
     if (j < 4) {
         d = q[j] & 63;
         m = q[j + 4] & 63;
@@ -399,7 +411,7 @@ inline void set_scale_min_k4(int j, std::uint8_t* q, std::uint8_t ls, std::uint8
 }
 
 // ---- q3_K's twelve bytes of sixteen 6-bit scales (biased by 32) -------------------
-inline int get_scale_q3k(int j, const std::uint8_t* s) noexcept {
+TESSERA_ALWAYS_INLINE int get_scale_q3k(int j, const std::uint8_t* s) noexcept {
     const int low = j < 8 ? (s[j] & 0xF) : (s[j - 8] >> 4);
     const int high = (s[8 + j % 4] >> (2 * (j / 4))) & 3;
     return low | (high << 4);

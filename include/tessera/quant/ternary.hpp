@@ -34,16 +34,25 @@ inline int trit_of(float v) noexcept {
 inline std::uint8_t pack_trits(int v) noexcept {  // v = 5-digit base-3 number, < 243
     return static_cast<std::uint8_t>((v * 256 + 242) / 243);
 }
-inline int unpack_trit(std::uint8_t byte, int k) noexcept {  // t + 1 of digit k (0 = most significant)
+TESSERA_ALWAYS_INLINE int unpack_trit(std::uint8_t byte, int k) noexcept {  // t + 1 of digit k (0 = most significant)
     static constexpr std::uint8_t pow3[5] = {1, 3, 9, 27, 81};
     const auto q = static_cast<std::uint8_t>(byte * pow3[k]);
     return (q * 3) >> 8;
 }
 // Element index of trit k of tq1_0 byte i (i < 48 in qs, 48..51 for qh[i-48]).
-inline int tq1_element(int i, int k) noexcept {
+TESSERA_ALWAYS_INLINE int tq1_element(int i, int k) noexcept {
     if (i < 32) return i + 32 * k;
     if (i < 48) return 160 + (i - 32) + 16 * k;
     return 240 + (i - 48) + 4 * k;
+}
+// The 256 trits t + 1 of a tq1_0 block in element order (tq1_element's layout).
+TESSERA_ALWAYS_INLINE void unpack_tq1_trits(const block_tq1_0& b, std::uint8_t* t) noexcept {
+    for (int k = 0; k < 5; ++k)
+        for (int m = 0; m < 32; ++m) *t++ = static_cast<std::uint8_t>(unpack_trit(b.qs[m], k));
+    for (int k = 0; k < 5; ++k)
+        for (int m = 0; m < 16; ++m) *t++ = static_cast<std::uint8_t>(unpack_trit(b.qs[32 + m], k));
+    for (int k = 0; k < 4; ++k)
+        for (int m = 0; m < 4; ++m) *t++ = static_cast<std::uint8_t>(unpack_trit(b.qh[m], k));
 }
 }  // namespace detail
 
@@ -67,30 +76,37 @@ inline void quantize_row_ref(const float* x, block_tq1_0* y, std::int64_t n) {
 inline void quantize_row_ref(const float* x, block_tq1_0* y, std::int64_t n, const float* /*imatrix*/) {
     quantize_row_ref(x, y, n);
 }
+template <class Tag = void>
+void dequantize_row_unchecked(const block_tq1_0* x, float* y, std::int64_t n) noexcept {
+    for (std::int64_t b = 0; b < n / qk_k; ++b) {
+        const float d = detail::widen<Tag>(x[b].d);
+        std::uint8_t t[qk_k];
+        detail::unpack_tq1_trits(x[b], t);
+        for (int e = 0; e < qk_k; ++e) *y++ = static_cast<float>(t[e] - 1) * d;
+    }
+}
 inline void dequantize_row_ref(const block_tq1_0* x, float* y, std::int64_t n) {
     detail::check_row<block_tq1_0>(n, "dequantize_row_ref(tq1_0)");
-    for (std::int64_t b = 0; b < n / qk_k; ++b, y += qk_k) {
-        const float d = x[b].d.to_float();
-        for (int i = 0; i < 52; ++i) {
-            const std::uint8_t byte = i < 48 ? x[b].qs[i] : x[b].qh[i - 48];
-            for (int k = 0; k < (i < 48 ? 5 : 4); ++k)
-                y[detail::tq1_element(i, k)] = static_cast<float>(detail::unpack_trit(byte, k) - 1) * d;
-        }
+    dequantize_row_unchecked(x, y, n);
+}
+template <class Tag = void>
+float vec_dot_unchecked(std::int64_t n, const block_tq1_0* x, const block_q8_K* y) noexcept {
+    float sumf = 0;
+    for (std::int64_t b = 0; b < n / qk_k; ++b) {
+        // sum (t - 1) y as sum t y - sum y, t in {0, 1, 2}: the same integer, and the form
+        // GCC 12 vectorizes correctly with -mavx512vnni (see docs/kernels.md, pitfalls)
+        std::uint8_t t[qk_k];
+        detail::unpack_tq1_trits(x[b], t);
+        int sum = 0, sumy = 0;
+        for (int e = 0; e < qk_k; ++e) sum += t[e] * y[b].qs[e];
+        for (int j = 0; j < qk_k / 16; ++j) sumy += y[b].bsums[j];  // q8_K keeps the sums of 16
+        sumf += static_cast<float>(sum - sumy) * (detail::widen<Tag>(x[b].d) * y[b].d);
     }
+    return sumf;
 }
 inline float vec_dot_ref(std::int64_t n, const block_tq1_0* x, const block_q8_K* y) {
     detail::check_row<block_tq1_0>(n, "vec_dot_ref(tq1_0)");
-    float sumf = 0;
-    for (std::int64_t b = 0; b < n / qk_k; ++b) {
-        int sum = 0;
-        for (int i = 0; i < 52; ++i) {
-            const std::uint8_t byte = i < 48 ? x[b].qs[i] : x[b].qh[i - 48];
-            for (int k = 0; k < (i < 48 ? 5 : 4); ++k)
-                sum += (detail::unpack_trit(byte, k) - 1) * y[b].qs[detail::tq1_element(i, k)];
-        }
-        sumf += static_cast<float>(sum) * (x[b].d.to_float() * y[b].d);
-    }
-    return sumf;
+    return vec_dot_unchecked(n, x, y);
 }
 
 // ---- tq2_0 -------------------------------------------------------------------------
@@ -111,28 +127,36 @@ inline void quantize_row_ref(const float* x, block_tq2_0* y, std::int64_t n) {
 inline void quantize_row_ref(const float* x, block_tq2_0* y, std::int64_t n, const float* /*imatrix*/) {
     quantize_row_ref(x, y, n);
 }
+template <class Tag = void>
+void dequantize_row_unchecked(const block_tq2_0* x, float* y, std::int64_t n) noexcept {
+    for (std::int64_t b = 0; b < n / qk_k; ++b) {
+        const float d = detail::widen<Tag>(x[b].d);
+        // element 128 c + 32 l + m: bits 2 l of qs[32 c + m]
+        for (int c = 0; c < 2; ++c)
+            for (int l = 0; l < 4; ++l)
+                for (int m = 0; m < 32; ++m) *y++ = static_cast<float>(((x[b].qs[32 * c + m] >> (2 * l)) & 3) - 1) * d;
+    }
+}
 inline void dequantize_row_ref(const block_tq2_0* x, float* y, std::int64_t n) {
     detail::check_row<block_tq2_0>(n, "dequantize_row_ref(tq2_0)");
+    dequantize_row_unchecked(x, y, n);
+}
+template <class Tag = void>
+float vec_dot_unchecked(std::int64_t n, const block_tq2_0* x, const block_q8_K* y) noexcept {
+    float sumf = 0;
     for (std::int64_t b = 0; b < n / qk_k; ++b) {
-        const float d = x[b].d.to_float();
-        for (int e = 0; e < qk_k; ++e) {
-            const int c = e / 128, l = (e % 128) / 32, m = e % 32;
-            *y++ = static_cast<float>(((x[b].qs[32 * c + m] >> (2 * l)) & 3) - 1) * d;
-        }
+        int sum = 0, sumy = 0, e = 0;  // sum (q - 1) y as sum q y - sum y, as tq1_0
+        for (int c = 0; c < 2; ++c)
+            for (int l = 0; l < 4; ++l)
+                for (int m = 0; m < 32; ++m, ++e) sum += ((x[b].qs[32 * c + m] >> (2 * l)) & 3) * y[b].qs[e];
+        for (int j = 0; j < qk_k / 16; ++j) sumy += y[b].bsums[j];
+        sumf += static_cast<float>(sum - sumy) * (y[b].d * detail::widen<Tag>(x[b].d));
     }
+    return sumf;
 }
 inline float vec_dot_ref(std::int64_t n, const block_tq2_0* x, const block_q8_K* y) {
     detail::check_row<block_tq2_0>(n, "vec_dot_ref(tq2_0)");
-    float sumf = 0;
-    for (std::int64_t b = 0; b < n / qk_k; ++b) {
-        int sum = 0;
-        for (int e = 0; e < qk_k; ++e) {
-            const int c = e / 128, l = (e % 128) / 32, m = e % 32;
-            sum += y[b].qs[e] * (((x[b].qs[32 * c + m] >> (2 * l)) & 3) - 1);
-        }
-        sumf += static_cast<float>(sum) * (y[b].d * x[b].d.to_float());
-    }
-    return sumf;
+    return vec_dot_unchecked(n, x, y);
 }
 
 }  // namespace quant

@@ -14,6 +14,7 @@
 #include "tessera/config.hpp"
 #include "tessera/core/f16.hpp"
 #include "tessera/quant/blocks.hpp"
+#include "tessera/quant/ref_common.hpp"
 #include "tessera/simd/arch.hpp"
 
 TESSERA_BEGIN_NAMESPACE
@@ -104,15 +105,6 @@ TESSERA_ALWAYS_INLINE f16 f2h(float v) noexcept {
     return f2h<A>(v, A{});
 }
 
-// ggml's nearest_int: round to nearest, ties to even, for |x| < 2^22.
-template <class A>
-TESSERA_ALWAYS_INLINE int nearest_int(float x) noexcept {
-    const float v = x + 12582912.f;
-    std::int32_t i;
-    std::memcpy(&i, &v, sizeof i);
-    return (i & 0x007fffff) - 0x00400000;
-}
-
 // C's roundf: round half away from zero.
 template <class A>
 TESSERA_ALWAYS_INLINE float round_away(float x) noexcept {
@@ -159,4 +151,15 @@ struct tables {
 
 }  // namespace qdetail
 }  // namespace kernels
+
+namespace quant::detail {
+// The reference bodies the scalar kernels run (quant::*_unchecked<A>) widen f16 with the
+// arch's conversion (F16C on x86), as the kernels' own bodies do.
+template <class A>
+    requires simd::arch_tag<A>
+struct f16_widen<A> {
+    TESSERA_ALWAYS_INLINE static float apply(f16 h) noexcept { return kernels::qdetail::h2f<A>(h); }
+};
+}  // namespace quant::detail
+
 TESSERA_END_NAMESPACE

@@ -11,30 +11,18 @@
 #include "tessera/config.hpp"
 #include "tessera/kernels/quant/common.hpp"
 #include "tessera/quant/blocks.hpp"
+#include "tessera/quant/q4_q5.hpp"
 #include "tessera/simd/dispatch.hpp"
 
 TESSERA_BEGIN_NAMESPACE
 namespace kernels {
 namespace qdetail {
 
+// The scalar body is the reference's (quant::quantize_row_unchecked, quantize_row_ref
+// after its check of n), instantiated with this unit's arch as its tag.
 template <class A>
 void quantize_q4_0(const float* x, quant::block_q4_0* y, std::int64_t n, simd::requires_arch<simd::scalar>) {
-    for (std::int64_t i = 0; i < n / 32; ++i, x += 32) {
-        float amax = 0.0f, max = 0.0f;
-        for (int j = 0; j < 32; ++j)
-            if (amax < __builtin_fabsf(x[j])) {
-                amax = __builtin_fabsf(x[j]);
-                max = x[j];
-            }
-        const float d = max / -8.0f;
-        const float id = d != 0.0f ? 1.0f / d : 0.0f;
-        y[i].d = f2h<A>(d);
-        for (int j = 0; j < 16; ++j) {
-            const float t0 = x[j] * id, t1 = x[j + 16] * id;
-            const int a = static_cast<std::int8_t>(t0 + 8.5f), b = static_cast<std::int8_t>(t1 + 8.5f);
-            y[i].qs[j] = static_cast<std::uint8_t>((a < 15 ? a : 15) | ((b < 15 ? b : 15) << 4));
-        }
-    }
+    quant::quantize_row_unchecked<A>(x, y, n);
 }
 
 }  // namespace qdetail
