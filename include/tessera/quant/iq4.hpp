@@ -143,10 +143,6 @@ void dequantize_row_unchecked(const block_iq4_nl* x, float* y, std::int64_t n) n
         }
     }
 }
-inline void dequantize_row_ref(const block_iq4_nl* x, float* y, std::int64_t n) {
-    detail::check_row<block_iq4_nl>(n, "dequantize_row_ref(iq4_nl)");
-    dequantize_row_unchecked(x, y, n);
-}
 template <class Tag = void>
 float vec_dot_unchecked(std::int64_t n, const block_iq4_nl* x, const block_q8_0* y) noexcept {
     float sum = 0;
@@ -160,10 +156,6 @@ float vec_dot_unchecked(std::int64_t n, const block_iq4_nl* x, const block_q8_0*
         sum += d * static_cast<float>(s1 + s2);
     }
     return sum;
-}
-inline float vec_dot_ref(std::int64_t n, const block_iq4_nl* x, const block_q8_0* y) {
-    detail::check_row<block_iq4_nl>(n, "vec_dot_ref(iq4_nl)");
-    return vec_dot_unchecked(n, x, y);
 }
 
 // ---- iq4_xs ----------------------------------------------------------------------------
@@ -190,10 +182,6 @@ void dequantize_row_unchecked(const block_iq4_xs* x, float* y, std::int64_t n) n
         }
     }
 }
-inline void dequantize_row_ref(const block_iq4_xs* x, float* y, std::int64_t n) {
-    detail::check_row<block_iq4_xs>(n, "dequantize_row_ref(iq4_xs)");
-    dequantize_row_unchecked(x, y, n);
-}
 template <class Tag = void>
 float vec_dot_unchecked(std::int64_t n, const block_iq4_xs* x, const block_q8_K* y) noexcept {
     float sum = 0;
@@ -212,10 +200,6 @@ float vec_dot_unchecked(std::int64_t n, const block_iq4_xs* x, const block_q8_K*
         }
     }
     return sum;
-}
-inline float vec_dot_ref(std::int64_t n, const block_iq4_xs* x, const block_q8_K* y) {
-    detail::check_row<block_iq4_xs>(n, "vec_dot_ref(iq4_xs)");
-    return vec_dot_unchecked(n, x, y);
 }
 
 }  // namespace quant

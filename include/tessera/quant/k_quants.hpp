@@ -286,10 +286,6 @@ void dequantize_row_unchecked(const block_q2_K* x, float* y, std::int64_t n) noe
                 }
     }
 }
-inline void dequantize_row_ref(const block_q2_K* x, float* y, std::int64_t n) {
-    detail::check_row<block_q2_K>(n, "dequantize_row_ref(q2_K)");
-    dequantize_row_unchecked(x, y, n);
-}
 template <class Tag = void>
 float vec_dot_unchecked(std::int64_t n, const block_q2_K* x, const block_q8_K* y) noexcept {
     float sumf = 0;
@@ -312,10 +308,6 @@ float vec_dot_unchecked(std::int64_t n, const block_q2_K* x, const block_q8_K* y
         sumf += dall * static_cast<float>(isum) - dmin * static_cast<float>(summs);
     }
     return sumf;
-}
-inline float vec_dot_ref(std::int64_t n, const block_q2_K* x, const block_q8_K* y) {
-    detail::check_row<block_q2_K>(n, "vec_dot_ref(q2_K)");
-    return vec_dot_unchecked(n, x, y);
 }
 
 // ---- q3_K: x = d * (sc - 32) * (q - 4 * !hbit), 16 sub-blocks of 16 ----------------
@@ -412,10 +404,6 @@ void dequantize_row_unchecked(const block_q3_K* x, float* y, std::int64_t n) noe
         }
     }
 }
-inline void dequantize_row_ref(const block_q3_K* x, float* y, std::int64_t n) {
-    detail::check_row<block_q3_K>(n, "dequantize_row_ref(q3_K)");
-    dequantize_row_unchecked(x, y, n);
-}
 template <class Tag = void>
 float vec_dot_unchecked(std::int64_t n, const block_q3_K* x, const block_q8_K* y) noexcept {
     detail::lane_sums acc;
@@ -429,10 +417,6 @@ float vec_dot_unchecked(std::int64_t n, const block_q3_K* x, const block_q8_K* y
         acc.add_block(detail::widen<Tag>(x[b].d) * y[b].d, aux32);
     }
     return acc.total(0.0f);
-}
-inline float vec_dot_ref(std::int64_t n, const block_q3_K* x, const block_q8_K* y) {
-    detail::check_row<block_q3_K>(n, "vec_dot_ref(q3_K)");
-    return vec_dot_unchecked(n, x, y);
 }
 
 // ---- q4_K: x = d * sc * q - dmin * m, q in [0,15], 8 sub-blocks of 32 --------------
@@ -467,10 +451,6 @@ void dequantize_row_unchecked(const block_q4_K* x, float* y, std::int64_t n) noe
         }
     }
 }
-inline void dequantize_row_ref(const block_q4_K* x, float* y, std::int64_t n) {
-    detail::check_row<block_q4_K>(n, "dequantize_row_ref(q4_K)");
-    dequantize_row_unchecked(x, y, n);
-}
 
 namespace detail {
 template <class Tag, class BK>
@@ -502,10 +482,6 @@ TESSERA_ALWAYS_INLINE float vec_dot_k4_ref(std::int64_t n, const BK* x, const bl
 template <class Tag = void>
 float vec_dot_unchecked(std::int64_t n, const block_q4_K* x, const block_q8_K* y) noexcept {
     return detail::vec_dot_k4_ref<Tag>(n, x, y);
-}
-inline float vec_dot_ref(std::int64_t n, const block_q4_K* x, const block_q8_K* y) {
-    detail::check_row<block_q4_K>(n, "vec_dot_ref(q4_K)");
-    return vec_dot_unchecked(n, x, y);
 }
 
 // ---- q5_K: as q4_K with a fifth bit, q in [0,31] -----------------------------------
@@ -542,17 +518,9 @@ void dequantize_row_unchecked(const block_q5_K* x, float* y, std::int64_t n) noe
         }
     }
 }
-inline void dequantize_row_ref(const block_q5_K* x, float* y, std::int64_t n) {
-    detail::check_row<block_q5_K>(n, "dequantize_row_ref(q5_K)");
-    dequantize_row_unchecked(x, y, n);
-}
 template <class Tag = void>
 float vec_dot_unchecked(std::int64_t n, const block_q5_K* x, const block_q8_K* y) noexcept {
     return detail::vec_dot_k4_ref<Tag>(n, x, y);
-}
-inline float vec_dot_ref(std::int64_t n, const block_q5_K* x, const block_q8_K* y) {
-    detail::check_row<block_q5_K>(n, "vec_dot_ref(q5_K)");
-    return vec_dot_unchecked(n, x, y);
 }
 
 // ---- q6_K: x = d * sc * (q - 32), q in [0,63], 16 sub-blocks of 16, int8 scales ----
@@ -632,10 +600,6 @@ void dequantize_row_unchecked(const block_q6_K* x, float* y, std::int64_t n) noe
             *y++ = d * static_cast<float>(x[b].scales[e / 16]) * static_cast<float>(a[e]);
     }
 }
-inline void dequantize_row_ref(const block_q6_K* x, float* y, std::int64_t n) {
-    detail::check_row<block_q6_K>(n, "dequantize_row_ref(q6_K)");
-    dequantize_row_unchecked(x, y, n);
-}
 template <class Tag = void>
 float vec_dot_unchecked(std::int64_t n, const block_q6_K* x, const block_q8_K* y) noexcept {
     detail::lane_sums acc;
@@ -649,10 +613,6 @@ float vec_dot_unchecked(std::int64_t n, const block_q6_K* x, const block_q8_K* y
         acc.add_block(detail::widen<Tag>(x[b].d) * y[b].d, aux32);
     }
     return acc.total(0.0f);
-}
-inline float vec_dot_ref(std::int64_t n, const block_q6_K* x, const block_q8_K* y) {
-    detail::check_row<block_q6_K>(n, "vec_dot_ref(q6_K)");
-    return vec_dot_unchecked(n, x, y);
 }
 
 }  // namespace quant

@@ -65,10 +65,6 @@ void dequantize_row_unchecked(const block_mxfp4* x, float* y, std::int64_t n) no
         }
     }
 }
-inline void dequantize_row_ref(const block_mxfp4* x, float* y, std::int64_t n) {
-    detail::check_row<block_mxfp4>(n, "dequantize_row_ref(mxfp4)");
-    dequantize_row_unchecked(x, y, n);
-}
 template <class Tag = void>
 float vec_dot_unchecked(std::int64_t n, const block_mxfp4* x, const block_q8_0* y) noexcept {
     float sum = 0;
@@ -82,10 +78,6 @@ float vec_dot_unchecked(std::int64_t n, const block_mxfp4* x, const block_q8_0* 
         sum += d * static_cast<float>(s1 + s2);
     }
     return sum;
-}
-inline float vec_dot_ref(std::int64_t n, const block_mxfp4* x, const block_q8_0* y) {
-    detail::check_row<block_mxfp4>(n, "vec_dot_ref(mxfp4)");
-    return vec_dot_unchecked(n, x, y);
 }
 
 }  // namespace quant

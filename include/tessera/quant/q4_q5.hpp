@@ -98,10 +98,6 @@ void dequantize_row_unchecked(const block_q4_0* x, float* y, std::int64_t n) noe
         }
     }
 }
-inline void dequantize_row_ref(const block_q4_0* x, float* y, std::int64_t n) {
-    detail::check_row<block_q4_0>(n, "dequantize_row_ref(q4_0)");
-    dequantize_row_unchecked(x, y, n);
-}
 template <class Tag = void>
 float vec_dot_unchecked(std::int64_t n, const block_q4_0* x, const block_q8_0* y) noexcept {
     float sum = 0;
@@ -114,10 +110,6 @@ float vec_dot_unchecked(std::int64_t n, const block_q4_0* x, const block_q8_0* y
         sum += static_cast<float>(s) * detail::widen<Tag>(x[b].d) * detail::widen<Tag>(y[b].d);
     }
     return sum;
-}
-inline float vec_dot_ref(std::int64_t n, const block_q4_0* x, const block_q8_0* y) {
-    detail::check_row<block_q4_0>(n, "vec_dot_ref(q4_0)");
-    return vec_dot_unchecked(n, x, y);
 }
 
 // ---- q4_1 ----------------------------------------------------------------------------
@@ -162,10 +154,6 @@ void dequantize_row_unchecked(const block_q4_1* x, float* y, std::int64_t n) noe
         }
     }
 }
-inline void dequantize_row_ref(const block_q4_1* x, float* y, std::int64_t n) {
-    detail::check_row<block_q4_1>(n, "dequantize_row_ref(q4_1)");
-    dequantize_row_unchecked(x, y, n);
-}
 template <class Tag = void>
 float vec_dot_unchecked(std::int64_t n, const block_q4_1* x, const block_q8_1* y) noexcept {
     float sum = 0;
@@ -179,10 +167,6 @@ float vec_dot_unchecked(std::int64_t n, const block_q4_1* x, const block_q8_1* y
                detail::widen<Tag>(x[b].m) * detail::widen<Tag>(y[b].s);
     }
     return sum;
-}
-inline float vec_dot_ref(std::int64_t n, const block_q4_1* x, const block_q8_1* y) {
-    detail::check_row<block_q4_1>(n, "vec_dot_ref(q4_1)");
-    return vec_dot_unchecked(n, x, y);
 }
 
 // ---- q5_0 ----------------------------------------------------------------------------
@@ -229,10 +213,6 @@ void dequantize_row_unchecked(const block_q5_0* x, float* y, std::int64_t n) noe
         }
     }
 }
-inline void dequantize_row_ref(const block_q5_0* x, float* y, std::int64_t n) {
-    detail::check_row<block_q5_0>(n, "dequantize_row_ref(q5_0)");
-    dequantize_row_unchecked(x, y, n);
-}
 template <class Tag = void>
 float vec_dot_unchecked(std::int64_t n, const block_q5_0* x, const block_q8_0* y) noexcept {
     float sum = 0;
@@ -247,10 +227,6 @@ float vec_dot_unchecked(std::int64_t n, const block_q5_0* x, const block_q8_0* y
         sum += (detail::widen<Tag>(x[b].d) * detail::widen<Tag>(y[b].d)) * static_cast<float>(s);
     }
     return sum;
-}
-inline float vec_dot_ref(std::int64_t n, const block_q5_0* x, const block_q8_0* y) {
-    detail::check_row<block_q5_0>(n, "vec_dot_ref(q5_0)");
-    return vec_dot_unchecked(n, x, y);
 }
 
 // ---- q5_1 ----------------------------------------------------------------------------
@@ -297,10 +273,6 @@ void dequantize_row_unchecked(const block_q5_1* x, float* y, std::int64_t n) noe
         }
     }
 }
-inline void dequantize_row_ref(const block_q5_1* x, float* y, std::int64_t n) {
-    detail::check_row<block_q5_1>(n, "dequantize_row_ref(q5_1)");
-    dequantize_row_unchecked(x, y, n);
-}
 template <class Tag = void>
 float vec_dot_unchecked(std::int64_t n, const block_q5_1* x, const block_q8_1* y) noexcept {
     float sum = 0;
@@ -316,10 +288,6 @@ float vec_dot_unchecked(std::int64_t n, const block_q5_1* x, const block_q8_1* y
                detail::widen<Tag>(x[b].m) * detail::widen<Tag>(y[b].s);
     }
     return sum;
-}
-inline float vec_dot_ref(std::int64_t n, const block_q5_1* x, const block_q8_1* y) {
-    detail::check_row<block_q5_1>(n, "vec_dot_ref(q5_1)");
-    return vec_dot_unchecked(n, x, y);
 }
 
 }  // namespace quant

@@ -42,10 +42,6 @@ void dequantize_row_unchecked(const block_q8_0* x, float* y, std::int64_t n) noe
         for (int j = 0; j < qk8_0; ++j) *y++ = static_cast<float>(x[b].qs[j]) * d;
     }
 }
-inline void dequantize_row_ref(const block_q8_0* x, float* y, std::int64_t n) {
-    detail::check_row<block_q8_0>(n, "dequantize_row_ref(q8_0)");
-    dequantize_row_unchecked(x, y, n);
-}
 template <class Tag = void>
 float vec_dot_unchecked(std::int64_t n, const block_q8_0* x, const block_q8_0* y) noexcept {
     float sum = 0;
@@ -55,10 +51,6 @@ float vec_dot_unchecked(std::int64_t n, const block_q8_0* x, const block_q8_0* y
         sum += static_cast<float>(s) * (detail::widen<Tag>(x[b].d) * detail::widen<Tag>(y[b].d));
     }
     return sum;
-}
-inline float vec_dot_ref(std::int64_t n, const block_q8_0* x, const block_q8_0* y) {
-    detail::check_row<block_q8_0>(n, "vec_dot_ref(q8_0)");
-    return vec_dot_unchecked(n, x, y);
 }
 
 // ---- q8_1 ----------------------------------------------------------------------------
@@ -92,10 +84,6 @@ void dequantize_row_unchecked(const block_q8_1* x, float* y, std::int64_t n) noe
         for (int j = 0; j < qk8_1; ++j) *y++ = static_cast<float>(x[b].qs[j]) * d;
     }
 }
-inline void dequantize_row_ref(const block_q8_1* x, float* y, std::int64_t n) {
-    detail::check_row<block_q8_1>(n, "dequantize_row_ref(q8_1)");
-    dequantize_row_unchecked(x, y, n);
-}
 // q8_1 . q8_1 (ggml has no such kernel; given so every block type has a dot).
 template <class Tag = void>
 float vec_dot_unchecked(std::int64_t n, const block_q8_1* x, const block_q8_1* y) noexcept {
@@ -106,10 +94,6 @@ float vec_dot_unchecked(std::int64_t n, const block_q8_1* x, const block_q8_1* y
         sum += static_cast<float>(s) * (detail::widen<Tag>(x[b].d) * detail::widen<Tag>(y[b].d));
     }
     return sum;
-}
-inline float vec_dot_ref(std::int64_t n, const block_q8_1* x, const block_q8_1* y) {
-    detail::check_row<block_q8_1>(n, "vec_dot_ref(q8_1)");
-    return vec_dot_unchecked(n, x, y);
 }
 
 // ---- q8_K ----------------------------------------------------------------------------
@@ -148,10 +132,6 @@ void dequantize_row_unchecked(const block_q8_K* x, float* y, std::int64_t n) noe
     for (std::int64_t b = 0; b < n / qk_k; ++b)
         for (int j = 0; j < qk_k; ++j) *y++ = x[b].d * static_cast<float>(x[b].qs[j]);
 }
-inline void dequantize_row_ref(const block_q8_K* x, float* y, std::int64_t n) {
-    detail::check_row<block_q8_K>(n, "dequantize_row_ref(q8_K)");
-    dequantize_row_unchecked(x, y, n);
-}
 // q8_K . q8_K (ggml has no such kernel; given so every block type has a dot).
 template <class Tag = void>
 float vec_dot_unchecked(std::int64_t n, const block_q8_K* x, const block_q8_K* y) noexcept {
@@ -162,10 +142,6 @@ float vec_dot_unchecked(std::int64_t n, const block_q8_K* x, const block_q8_K* y
         sum += static_cast<float>(s) * (x[b].d * y[b].d);
     }
     return sum;
-}
-inline float vec_dot_ref(std::int64_t n, const block_q8_K* x, const block_q8_K* y) {
-    detail::check_row<block_q8_K>(n, "vec_dot_ref(q8_K)");
-    return vec_dot_unchecked(n, x, y);
 }
 
 }  // namespace quant

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <string_view>
 
 #include "tessera/config.hpp"
 #include "tessera/core/error.hpp"
@@ -31,7 +32,6 @@ template <class Tag>
 TESSERA_ALWAYS_INLINE float widen(f16 h) noexcept {
     return f16_widen<Tag>::apply(h);
 }
-
 
 // Throws shape_mismatch unless n is a non-negative whole number of B blocks.
 template <class B>
@@ -426,5 +426,29 @@ inline void pack_scales_q3k(const int* l, std::uint8_t* s) noexcept {  // l[16] 
 }
 
 }  // namespace detail
+
+// dequantize_row_ref and vec_dot_ref of every block type: the check of n, then the type's
+// unchecked body (dequantize_row_unchecked / vec_dot_unchecked in the type's header, found
+// by argument-dependent lookup). The message names the function and the type, e.g.
+// "dequantize_row_ref(q4_0): row of 31 elements is not a multiple of the q4_0 block size 32".
+template <quant_block B>
+    requires requires(const B* x, float* y, std::int64_t n) { dequantize_row_unchecked(x, y, n); }
+void dequantize_row_ref(const B* x, float* y, std::int64_t n) {
+    constexpr std::string_view name = type_name(block_traits<B>::id);
+    if (n < 0 || n % block_traits<B>::block_size != 0) [[unlikely]]
+        fail_cat(errc::shape_mismatch, "dequantize_row_ref(", name, "): row of ", n,
+                 " elements is not a multiple of the ", name, " block size ", block_traits<B>::block_size);
+    dequantize_row_unchecked(x, y, n);
+}
+template <quant_block B, class P>
+    requires requires(std::int64_t n, const B* x, const P* y) { vec_dot_unchecked(n, x, y); }
+float vec_dot_ref(std::int64_t n, const B* x, const P* y) {
+    constexpr std::string_view name = type_name(block_traits<B>::id);
+    if (n < 0 || n % block_traits<B>::block_size != 0) [[unlikely]]
+        fail_cat(errc::shape_mismatch, "vec_dot_ref(", name, "): row of ", n, " elements is not a multiple of the ",
+                 name, " block size ", block_traits<B>::block_size);
+    return vec_dot_unchecked(n, x, y);
+}
+
 }  // namespace quant
 TESSERA_END_NAMESPACE

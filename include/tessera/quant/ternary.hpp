@@ -85,10 +85,6 @@ void dequantize_row_unchecked(const block_tq1_0* x, float* y, std::int64_t n) no
         for (int e = 0; e < qk_k; ++e) *y++ = static_cast<float>(t[e] - 1) * d;
     }
 }
-inline void dequantize_row_ref(const block_tq1_0* x, float* y, std::int64_t n) {
-    detail::check_row<block_tq1_0>(n, "dequantize_row_ref(tq1_0)");
-    dequantize_row_unchecked(x, y, n);
-}
 template <class Tag = void>
 float vec_dot_unchecked(std::int64_t n, const block_tq1_0* x, const block_q8_K* y) noexcept {
     float sumf = 0;
@@ -103,10 +99,6 @@ float vec_dot_unchecked(std::int64_t n, const block_tq1_0* x, const block_q8_K* 
         sumf += static_cast<float>(sum - sumy) * (detail::widen<Tag>(x[b].d) * y[b].d);
     }
     return sumf;
-}
-inline float vec_dot_ref(std::int64_t n, const block_tq1_0* x, const block_q8_K* y) {
-    detail::check_row<block_tq1_0>(n, "vec_dot_ref(tq1_0)");
-    return vec_dot_unchecked(n, x, y);
 }
 
 // ---- tq2_0 -------------------------------------------------------------------------
@@ -137,10 +129,6 @@ void dequantize_row_unchecked(const block_tq2_0* x, float* y, std::int64_t n) no
                 for (int m = 0; m < 32; ++m) *y++ = static_cast<float>(((x[b].qs[32 * c + m] >> (2 * l)) & 3) - 1) * d;
     }
 }
-inline void dequantize_row_ref(const block_tq2_0* x, float* y, std::int64_t n) {
-    detail::check_row<block_tq2_0>(n, "dequantize_row_ref(tq2_0)");
-    dequantize_row_unchecked(x, y, n);
-}
 template <class Tag = void>
 float vec_dot_unchecked(std::int64_t n, const block_tq2_0* x, const block_q8_K* y) noexcept {
     float sumf = 0;
@@ -153,10 +141,6 @@ float vec_dot_unchecked(std::int64_t n, const block_tq2_0* x, const block_q8_K* 
         sumf += static_cast<float>(sum - sumy) * (y[b].d * detail::widen<Tag>(x[b].d));
     }
     return sumf;
-}
-inline float vec_dot_ref(std::int64_t n, const block_tq2_0* x, const block_q8_K* y) {
-    detail::check_row<block_tq2_0>(n, "vec_dot_ref(tq2_0)");
-    return vec_dot_unchecked(n, x, y);
 }
 
 }  // namespace quant

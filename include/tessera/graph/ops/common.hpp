@@ -51,8 +51,7 @@ inline std::string desc(const node* n) { return shape_string(n); }
 // Throws "<op>: " followed by the parts (text and integers, as fail_cat takes them).
 template <class... Parts>
 [[noreturn]] inline void op_fail(std::string_view op, errc c, const Parts&... what) {
-    tessera::detail::fail_parts(c, {tessera::detail::msg_part(op), tessera::detail::msg_part(": "),
-                                    tessera::detail::msg_part(what)...});
+    fail_cat(c, op, ": ", what...);
 }
 
 inline void check_not_null(std::string_view op, const node* n, const char* which) {
