@@ -1,4 +1,4 @@
-// The packed quantized GEMM (kernels/quant/gemm.hpp, gemm_lanes.hpp) against a double-precision
+// The packed quantized GEMM (kernels/quant/gemm.hpp) against a double-precision
 // definition: out[n][m] = sum_b d_x[m,b] * d_y[n,b] * sum_t wq[m,b,t] * yq[n,b,t], on
 // every arch the machine has, for row counts and column counts around the tile sizes
 // (4 x 4 tiles, 16-row panels) and block counts around the 16-block groups; the
@@ -13,7 +13,6 @@
 #include <vector>
 
 #include "tessera/kernels/quant/gemm.hpp"
-#include "tessera/kernels/quant/gemm_lanes.hpp"
 #include "tessera/kernels/quant/table.hpp"
 #include "tessera/kernels/quant/repack.hpp"
 #include "tessera/kernels/quant/vec_dot.hpp"
@@ -282,7 +281,7 @@ TEST_CASE("q4_K repack: byte layout of a record, padding, and the 6-bit scale re
     CHECK(back == plain);
 }
 
-// ---- the lane GEMM of the other block types (kernels/quant/gemm_lanes.hpp) ---------------
+// ---- the lane codecs of the other block types (kernels/quant/gemm.hpp) -------------------
 namespace {
 
 // A block as lanes, written here from the formats (ggml's dequantize_row_* semantics):

@@ -5,7 +5,6 @@
 #include "tessera/kernels/convert.hpp"
 #include "tessera/kernels/quant/dequant.hpp"
 #include "tessera/kernels/quant/gemm.hpp"
-#include "tessera/kernels/quant/gemm_lanes.hpp"
 #include "tessera/kernels/quant/quantize_act.hpp"
 #include "tessera/kernels/quant/quantize_w.hpp"
 #include "tessera/kernels/quant/table.hpp"

@@ -1,45 +1,71 @@
-// Tiled GEMM of q4_0 / q8_0 weights with q8_0 activations, and of q4_K weights with q8_K
-// activations (mul_mat with many columns):
-// out[n*ldo + m] = sum over blocks b of (dx[m,b] * dy[n,b]) * sum_t wq[m,b,t] * yq[n,b,t]
-// (q4_K: see the q4_K section below; its lanes are 32-element sub-blocks).
+// The packed quantized GEMM (mul_mat with many columns) of every block type with a vec_dot:
+// one engine (one tile, one sweep, one driver for plain rows and one for repacked rows)
+// over the types' lane codecs and weight layouts.
 //
-// Both sides are repacked so that one 512-bit vector holds four bytes of each of 16
-// consecutive blocks ("x16" layout): after the 8 vpdpbusd of a group of 16 blocks,
-// lane i holds the whole integer dot of block i, so the f32 work (convert, scale
-// product, FMA) is done once per 16 blocks per output instead of once per block.
-// The activations are packed once per mul_mat (qgemm_pack_act, after quantizing to
-// q8_0); the weights are packed inside the kernel, 16 rows at a time, into the
-// caller's work buffer and reused across every column. RM x RN = 4 x 4 outputs per
-// tile; rows past M are zero padding, columns past N use narrower tiles.
+// Lanes. A lane is a run of `lane` (32 or 16) elements with one weight scale: a q4_0-like
+// block, a 32-element sub-block of a super-block, or the 16-element scale groups of q2_K,
+// q3_K, q6_K. A block type is described by its lane codec (lane_codec<B>): its elements
+// are unsigned bytes u = w + off (w the integer weight), and each lane has an f32
+// coefficient a (the scale) and, for types with a min, b, such that the type's dot
+// product with its partner (q8_0, q8_1 or q8_K activations) is
 //
-// u8 x s8: q4_0 weights enter vpdpbusd as their nibbles 0..15 with -8 * sum(y) folded
-// into the accumulator start; q8_0 weights as q + 128 (VNNI, no saturation) with
-// -128 * sum(y), or without VNNI as |q| against sign(y, q) (vpmaddubsw cannot
-// saturate then: |q| <= 128, |y| <= 127).
+//   sum over lanes j of  a_j * dy_j * S_j  +  b_j * bs_j,
+//   S_j = sum_e u_e * y_e  -  off * isum_j       (exact in i32)
 //
-// Paths: scalar (the definition, block order, f32 sum), avx2 (256-bit, half a group
-// per vector), avx512bw and avx512vnni (512-bit; dpbusd512 picks vpdpbusd on VNNI);
-// their vector traits are in kernels/x86/quant/gemm.hpp.
-// Integer parts are exact everywhere; the f32 sum order differs.
+// with dy_j, isum_j (the sum of the lane's activation quants) and bs_j (dy_j * isum_j, or
+// q8_1's stored s) from the packed activations (qgemm_pack_act). Products a = d * sc are
+// exact in f32 (an f16 times a scale of at most 8 bits).
 //
-// Kernels (k a multiple of 32, for q4_K of 256, validated by the caller):
-//   gemm_q4_0<A>(k, m, n, const block_q4_0* x, size_t x_stride_bytes,
-//                const std::byte* y_packed, size_t y_stride_bytes, float* out, size_t ldo,
-//                std::byte* work)   // work: qgemm_work_bytes(k), 64-byte aligned
-//   gemm_q8_0<A>(same with block_q8_0 weights), gemm_q4_K<A>(block_q4_K weights, q8_K activations)
-//   gemm_q4_0_rows4 / gemm_q8_0_rows4 / gemm_q4_K_rows4: the same on repacked weights
+// The x16 order. A group is 16 lanes; one 512-bit vector holds four bytes of each of the
+// 16 lanes, so after lane / 4 vpdpbusd per group, slot l holds the whole integer dot S_l
+// (started at -off * isum) and the f32 work (convert, scale product, FMA) is done once
+// per 16 lanes per output. The activations are packed once per mul_mat (qgemm_pack_act);
+// the tiles are qgemm_rm x qgemm_rn outputs (qgemm_rm_narrow rows for fewer columns).
+//
+// Weight layouts (where a tile finds row i's record of group g and how it turns it into
+// x16 vectors and coefficients; each has at(), rec(), pair(), coefs()):
+//   w_rows4<B>   q4_0 / q8_0 in the repacked records of repack.hpp (nibbles or bytes,
+//                f16 scales): what CPU_REPACK stores, and the panel the plain-row GEMM of
+//                these two types packs (whole 4-byte words, cheap per call)
+//   w_k4_rows4   q4_K's repacked records (nibbles in pair order, 6-bit scales, f16 d)
+//   w_k4_panel   q4_K's panel: the same nibbles, then a = d * sc and b = -dmin * m as f32
+//   w_lane<B>    every other type's panel: the codec's u bytes in x16 order, then a and b
+// The plain-row GEMM packs 16 rows at a time into the caller's work buffer (the panel
+// layout's pack) and reuses them for every column; the repacked GEMM reads the records
+// in place. Both run the same tiles, so they give the same bits.
+//
+// u8 x s8: vpdpbusd takes the weights unsigned. Offset types (q4_0: u = w + 8, q5_0, q3_K,
+// q6_K, mxfp4, ternary) start the chain at -off * isum. The types whose values need all of
+// int8 (q8_0, q8_1, iq4_nl, iq4_xs) are `wide`: with VNNI their weights enter as
+// w ^ 0x80 = w + 128 (off 128); without, as |w| against sign(y, w), where vpmaddubsw's i16
+// pairs cannot saturate (|w| <= 128, |y| <= 127); the other types keep u <= 63.
+//
+// Paths: scalar (the definition: lane terms in row order, the codec decoding the blocks;
+// on repacked rows, the quad unpacked first), avx2 (256-bit, half a group per vector),
+// avx512bw and avx512vnni (512-bit). The x86 vector traits, decoders, transpose and arch
+// bindings are in kernels/x86/quant/gemm.hpp. Integer parts are exact on every arch; only
+// the order of the f32 sums of the lane terms differs.
+//
+// Kernels (k a multiple of the block size, validated by the caller):
+//   gemm_<T><A>(k, m, n, const block_T* x, size_t x_stride_bytes, const std::byte* y_packed,
+//               size_t y_stride_bytes, float* out, size_t ldo, std::byte* work)
+//               work: qgemm_work_bytes(T, k) bytes, 64-byte aligned
+//   gemm_<T>_rows4<A>(k, m, n, const std::byte* x_repacked, y_packed, y_stride, out, ldo)
+//               for q4_0, q8_0, q4_K (m % 4 == 0), no work buffer
 // Layout helpers (plain functions, used outside the arch units):
-//   qgemm_act_row_bytes(k), qgemm_work_bytes(k),
-//   qgemm_pack_act(k, const block_q8_0*, std::byte*), qgemm_pack_act(k, const block_q8_K*, std::byte*)
+//   qgemm_lane(t), qgemm_act_row_bytes(t, k), qgemm_work_bytes(t, k), qgemm_pack_act<B>(k, y, out)
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
+#include <vector>
 
 #include "tessera/config.hpp"
 #include "tessera/core/type_id.hpp"
 #include "tessera/kernels/quant/common.hpp"
+#include "tessera/kernels/quant/dequant.hpp"
 #include "tessera/kernels/quant/repack.hpp"
 #include "tessera/quant/blocks.hpp"
 #include "tessera/simd/dispatch.hpp"
@@ -59,7 +85,7 @@ inline constexpr std::int64_t qgemm_panel = 16;  // weight rows packed at a time
 // group in memory order, for the repacked matrix x vector).
 inline constexpr int qgemm_rm = 2, qgemm_rn = 4, qgemm_rm_narrow = 4;
 
-// Elements per lane of t's packed GEMM (gemm.hpp, gemm_lanes.hpp); 0 when t has none.
+// Elements per lane of t's packed GEMM; 0 when t has none.
 constexpr int qgemm_lane(type_id t) noexcept {
     switch (t) {
         case type_id::q2_K:
@@ -121,7 +147,7 @@ constexpr std::size_t qgemm_work_bytes(type_id t, std::int64_t k) noexcept {
 // qgemm_k4_elem(l, t, i) of lane l, i.e. chunks t = 2s, 2s+1 take elements 8s..8s+7 with
 // the two halves traded in odd lanes. Every other type takes element 4t + i.
 inline constexpr int qgemm_k4_elem(int l, int t, int i) noexcept { return 8 * (t / 2) + 4 * ((t % 2) ^ (l % 2)) + i; }
-inline constexpr std::size_t qgemm_k4_w_group_bytes = 256 + 64 + 64;  // panel record: nibbles, d*sc, dmin*m (f32)
+inline constexpr std::size_t qgemm_k4_w_group_bytes = 256 + 64 + 64;  // q4_K panel record: nibbles, a, b (f32)
 
 // One row of activations, already quantized to B's dot partner (k elements), into the
 // packed layout of B's GEMM; lanes past k / lane are zero. Run once per activation row,
@@ -168,60 +194,341 @@ namespace qdetail {
 
 namespace qg = ::tessera::quant;
 
-template <class A>
-TESSERA_ALWAYS_INLINE int wq(const qg::block_q4_0& b, int e) noexcept {
-    return e < 16 ? (b.qs[e] & 15) : (b.qs[e - 16] >> 4);  // stored value, the weight is this - 8
-}
-template <class A>
-TESSERA_ALWAYS_INLINE int wq(const qg::block_q8_0& b, int e) noexcept {
-    return b.qs[e];
-}
+// ---- lane codecs -----------------------------------------------------------------------
+// lane_codec<B>: lane (elements per lane), off (u = w + off; 0: u = w >= 0), wide (w needs
+// all of int8, see above), min (lanes have a second coefficient b), and decode<A>(block,
+// u[block_size], a[block_size / lane], b[...]) writing the block's elements in order.
+// q4_K's activations are packed in the order of its repacked nibbles (qgemm_k4_elem),
+// which its codec marks as k4_order.
 template <class B>
-inline constexpr int qgemm_offset = std::is_same_v<B, qg::block_q4_0> ? 8 : 0;
+struct lane_codec;
 
-// ---- scalar: the definition ------------------------------------------------------------
-template <class A, class B>
-void qgemm(std::int64_t k, std::int64_t m, std::int64_t n, const B* x, std::size_t xs, const std::byte* y, std::size_t ys,
-           float* out, std::size_t ldo, std::byte*, simd::requires_arch<simd::scalar>) {
-    const std::int64_t nb = k / 32;
-    const auto* xb = reinterpret_cast<const unsigned char*>(x);
-    for (std::int64_t c = 0; c < n; ++c) {
-        const auto* yr = reinterpret_cast<const unsigned char*>(y) + static_cast<std::size_t>(c) * ys;
-        for (std::int64_t r = 0; r < m; ++r) {
-            const B* xr = reinterpret_cast<const B*>(xb + static_cast<std::size_t>(r) * xs);
-            float sum = 0.0f;
-            for (std::int64_t b = 0; b < nb; ++b) {
-                const unsigned char* g = yr + static_cast<std::size_t>(b / qgemm_group) * qgemm_act_group_bytes;
-                const auto l = static_cast<std::size_t>(b % qgemm_group);
-                int isum = 0;
-                for (int e = 0; e < 32; ++e) {
-                    const auto yq = static_cast<std::int8_t>(g[static_cast<std::size_t>(e / 4) * 64 + l * 4 + static_cast<std::size_t>(e % 4)]);
-                    isum += (wq<A>(xr[b], e) - qgemm_offset<B>) * yq;
-                }
-                float dy;
-                std::memcpy(&dy, g + qgemm_act32.dy + 4 * l, 4);
-                sum += (h2f<A>(xr[b].d) * dy) * static_cast<float>(isum);
-            }
-            out[static_cast<std::size_t>(c) * ldo + static_cast<std::size_t>(r)] = sum;
-        }
+// Decoding helpers of the 32-element blocks (16 bytes of nibbles in q4_0 order: byte j
+// holds element j low, j + 16 high), and the transpose of a group of lanes into the x16
+// order. These are the scalar bodies; the x86 file adds AVX2 decoders (one 256-bit vector
+// per block: one store, which the panel packer's word loads are forwarded from) and an
+// AVX-512 transpose.
+template <class A>
+TESSERA_ALWAYS_INLINE void split_nibbles(const std::uint8_t* qs, std::uint8_t* u, bool fifth, const std::uint8_t* qh,
+                                         simd::requires_arch<simd::scalar>) {
+    for (int j = 0; j < 16; ++j) {
+        u[j] = qs[j] & 15;
+        u[j + 16] = static_cast<std::uint8_t>(qs[j] >> 4);
+    }
+    if (fifth) {
+        std::uint32_t h;
+        std::memcpy(&h, qh, 4);
+        for (int j = 0; j < 32; ++j) u[j] = static_cast<std::uint8_t>(u[j] | (((h >> j) & 1) << 4));
     }
 }
+template <class A>
+TESSERA_ALWAYS_INLINE void lookup_nibbles(const std::uint8_t* qs, const std::int8_t* table, int bias, std::uint8_t* u,
+                                          simd::requires_arch<simd::scalar>) {
+    for (int j = 0; j < 16; ++j) {
+        u[j] = static_cast<std::uint8_t>(table[qs[j] & 15] + bias);
+        u[j + 16] = static_cast<std::uint8_t>(table[qs[j] >> 4] + bias);
+    }
+}
+// 16 lanes of 4w bytes each, lane after lane (in), into the x16 order (out: w chunks of
+// 64 bytes, chunk t = word t of every lane), each word xor `flip`: a 16 x w transpose of
+// 32-bit words, word by word.
+template <class A, int W>
+TESSERA_ALWAYS_INLINE void lanes_to_x16(const std::uint8_t* in, std::byte* out, std::uint32_t flip,
+                                        simd::requires_arch<simd::scalar>) {
+    for (int l = 0; l < 16; ++l)
+        for (int t = 0; t < W; ++t) {
+            std::uint32_t v;
+            std::memcpy(&v, in + 4 * (W * l + t), 4);
+            v ^= flip;
+            std::memcpy(out + 64 * t + 4 * l, &v, 4);
+        }
+}
 
-// ---- wide bodies -----------------------------------------------------------------------
-// One body for every vector width: the tiles below are templates on V, the vector traits
-// of an ISA (load, dpbusd, fma, hsum, nibble split, ... on V::vi / V::vf; V::halves
-// vectors per group of 16 blocks). The x86 traits (qv512, qv256) and the overloads that
-// bind each arch to its traits are in kernels/x86/quant/gemm.hpp.
+// The wide drivers over the vector traits V (below), which the ISA files bind to their
+// arches: plain rows (x, x_stride) packed panel by panel into work, and repacked rows.
+template <class A, class V, class B>
+void qgemm_wide(std::int64_t k, std::int64_t m, std::int64_t n, const B* x, std::size_t xs, const std::byte* y, std::size_t ys,
+                float* out, std::size_t ldo, std::byte* work);
+template <class A, class V, class B>
+void qgemm_rows4_wide(std::int64_t k, std::int64_t m, std::int64_t n, const std::byte* x, const std::byte* y, std::size_t ys,
+                      float* out, std::size_t ldo);
 
-// Where a tile finds the weights of row i (< qgemm_rm), group g, and how it loads them.
-// One quad of a repacked matrix (kernels/quant/repack.hpp): records of four rows in
-// order; q4_0 keeps two weights per byte, the scales stay f16.
+}  // namespace qdetail
+}  // namespace kernels
+TESSERA_END_NAMESPACE
+
+#include "tessera/kernels/x86/quant/gemm.hpp"
+
+TESSERA_BEGIN_NAMESPACE
+namespace kernels {
+namespace qdetail {
+
+template <class A>
+TESSERA_ALWAYS_INLINE void split_nibbles(const std::uint8_t* qs, std::uint8_t* u, bool fifth = false, const std::uint8_t* qh = nullptr) {
+    split_nibbles<A>(qs, u, fifth, qh, A{});
+}
+template <class A>
+TESSERA_ALWAYS_INLINE void lookup_nibbles(const std::uint8_t* qs, const std::int8_t* table, int bias, std::uint8_t* u) {
+    lookup_nibbles<A>(qs, table, bias, u, A{});
+}
+template <class A, int W>
+TESSERA_ALWAYS_INLINE void lanes_to_x16(const std::uint8_t* in, std::byte* out, std::uint32_t flip) {
+    static_assert(W == 4 || W == 8);
+    lanes_to_x16<A, W>(in, out, flip, A{});
+}
+
+template <>
+struct lane_codec<qg::block_q4_0> {  // nibbles, w = q - 8
+    static constexpr int lane = 32, off = 8;
+    static constexpr bool wide = false, min = false;
+    template <class A>
+    static TESSERA_ALWAYS_INLINE void decode(const qg::block_q4_0& x, std::uint8_t* u, float* a, float*) {
+        split_nibbles<A>(x.qs, u);
+        a[0] = h2f<A>(x.d);
+    }
+};
+template <>
+struct lane_codec<qg::block_q8_0> {
+    static constexpr int lane = 32, off = 0;
+    static constexpr bool wide = true, min = false;
+    template <class A>
+    static TESSERA_ALWAYS_INLINE void decode(const qg::block_q8_0& x, std::uint8_t* u, float* a, float*) {
+        std::memcpy(u, x.qs, 32);
+        a[0] = h2f<A>(x.d);
+    }
+};
+template <>
+struct lane_codec<qg::block_q4_1> {
+    static constexpr int lane = 32, off = 0;
+    static constexpr bool wide = false, min = true;
+    template <class A>
+    static TESSERA_ALWAYS_INLINE void decode(const qg::block_q4_1& x, std::uint8_t* u, float* a, float* b) {
+        split_nibbles<A>(x.qs, u);
+        a[0] = h2f<A>(x.d);
+        b[0] = h2f<A>(x.m);
+    }
+};
+template <>
+struct lane_codec<qg::block_q5_0> {
+    static constexpr int lane = 32, off = 16;
+    static constexpr bool wide = false, min = false;
+    template <class A>
+    static TESSERA_ALWAYS_INLINE void decode(const qg::block_q5_0& x, std::uint8_t* u, float* a, float*) {
+        split_nibbles<A>(x.qs, u, true, x.qh);
+        a[0] = h2f<A>(x.d);
+    }
+};
+template <>
+struct lane_codec<qg::block_q5_1> {
+    static constexpr int lane = 32, off = 0;
+    static constexpr bool wide = false, min = true;
+    template <class A>
+    static TESSERA_ALWAYS_INLINE void decode(const qg::block_q5_1& x, std::uint8_t* u, float* a, float* b) {
+        split_nibbles<A>(x.qs, u, true, x.qh);
+        a[0] = h2f<A>(x.d);
+        b[0] = h2f<A>(x.m);
+    }
+};
+template <>
+struct lane_codec<qg::block_q8_1> {
+    static constexpr int lane = 32, off = 0;
+    static constexpr bool wide = true, min = false;
+    template <class A>
+    static TESSERA_ALWAYS_INLINE void decode(const qg::block_q8_1& x, std::uint8_t* u, float* a, float*) {
+        std::memcpy(u, x.qs, 32);
+        a[0] = h2f<A>(x.d);
+    }
+};
+template <>
+struct lane_codec<qg::block_iq4_nl> {
+    static constexpr int lane = 32, off = 0;
+    static constexpr bool wide = true, min = false;
+    template <class A>
+    static TESSERA_ALWAYS_INLINE void decode(const qg::block_iq4_nl& x, std::uint8_t* u, float* a, float*) {
+        lookup_nibbles<A>(x.qs, tables<A>::iq4nl, 0, u);
+        a[0] = h2f<A>(x.d);
+    }
+};
+template <>
+struct lane_codec<qg::block_mxfp4> {  // doubled e2m1 values -12..12, + 16
+    static constexpr int lane = 32, off = 16;
+    static constexpr bool wide = false, min = false;
+    template <class A>
+    static TESSERA_ALWAYS_INLINE void decode(const qg::block_mxfp4& x, std::uint8_t* u, float* a, float*) {
+        lookup_nibbles<A>(x.qs, tables<A>::mxfp4, off, u);
+        a[0] = e8m0_half<A>(x.e);
+    }
+};
+template <>
+struct lane_codec<qg::block_q2_K> {  // 16 lanes of 16: 2-bit q, scale and min nibbles
+    static constexpr int lane = 16, off = 0;
+    static constexpr bool wide = false, min = true;
+    template <class A>
+    static TESSERA_ALWAYS_INLINE void decode(const qg::block_q2_K& x, std::uint8_t* u, float* a, float* b) {
+        for (int h = 0; h < 2; ++h)
+            for (int s = 0; s < 4; ++s)
+                for (int l = 0; l < 32; ++l) u[128 * h + 32 * s + l] = (x.qs[32 * h + l] >> (2 * s)) & 3;
+        const float d = h2f<A>(x.d), dmin = h2f<A>(x.dmin);
+        for (int j = 0; j < 16; ++j) {
+            a[j] = d * static_cast<float>(x.scales[j] & 15);
+            b[j] = -(dmin * static_cast<float>(x.scales[j] >> 4));
+        }
+    }
+};
+template <>
+struct lane_codec<qg::block_q3_K> {  // 16 lanes of 16: w = q2 + 4 * hbit - 4
+    static constexpr int lane = 16, off = 4;
+    static constexpr bool wide = false, min = false;
+    template <class A>
+    static TESSERA_ALWAYS_INLINE void decode(const qg::block_q3_K& x, std::uint8_t* u, float* a, float*) {
+        for (int h = 0; h < 2; ++h)
+            for (int s = 0; s < 4; ++s)
+                for (int l = 0; l < 32; ++l)
+                    u[128 * h + 32 * s + l] =
+                        static_cast<std::uint8_t>(((x.qs[32 * h + l] >> (2 * s)) & 3) | (((x.hmask[l] >> (4 * h + s)) & 1) << 2));
+        std::int8_t sc[16];
+        q3k_scales<A>(x.scales, sc);
+        const float d = h2f<A>(x.d);
+        for (int j = 0; j < 16; ++j) a[j] = d * static_cast<float>(sc[j]);
+    }
+};
+template <>
+struct lane_codec<qg::block_q5_K> {  // 8 lanes of 32: 5-bit q, 6-bit scales and mins
+    static constexpr int lane = 32, off = 0;
+    static constexpr bool wide = false, min = true;
+    template <class A>
+    static TESSERA_ALWAYS_INLINE void decode(const qg::block_q5_K& x, std::uint8_t* u, float* a, float* b) {
+        for (int j = 0; j < 4; ++j)
+            for (int l = 0; l < 32; ++l) {
+                u[64 * j + l] = static_cast<std::uint8_t>((x.qs[32 * j + l] & 15) | (((x.qh[l] >> (2 * j)) & 1) << 4));
+                u[64 * j + 32 + l] = static_cast<std::uint8_t>((x.qs[32 * j + l] >> 4) | (((x.qh[l] >> (2 * j + 1)) & 1) << 4));
+            }
+        const float d = h2f<A>(x.d), dmin = h2f<A>(x.dmin);
+        for (int j = 0; j < 8; ++j) {
+            std::uint8_t sc, mn;
+            scale_min_k4<A>(j, x.scales, sc, mn);
+            a[j] = d * static_cast<float>(sc);
+            b[j] = -(dmin * static_cast<float>(mn));
+        }
+    }
+};
+template <>
+struct lane_codec<qg::block_q6_K> {  // 16 lanes of 16: 6-bit q - 32, int8 scales
+    static constexpr int lane = 16, off = 32;
+    static constexpr bool wide = false, min = false;
+    template <class A>
+    static TESSERA_ALWAYS_INLINE void decode(const qg::block_q6_K& x, std::uint8_t* u, float* a, float*) {
+        for (int h = 0; h < 2; ++h) {
+            const std::uint8_t* ql = x.ql + 64 * h;
+            const std::uint8_t* qh = x.qh + 32 * h;
+            std::uint8_t* o = u + 128 * h;
+            for (int l = 0; l < 32; ++l) {
+                o[l] = static_cast<std::uint8_t>((ql[l] & 15) | ((qh[l] & 3) << 4));
+                o[l + 32] = static_cast<std::uint8_t>((ql[l + 32] & 15) | (((qh[l] >> 2) & 3) << 4));
+                o[l + 64] = static_cast<std::uint8_t>((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4));
+                o[l + 96] = static_cast<std::uint8_t>((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4));
+            }
+        }
+        const float d = h2f<A>(x.d);
+        for (int j = 0; j < 16; ++j) a[j] = d * static_cast<float>(x.scales[j]);
+    }
+};
+template <>
+struct lane_codec<qg::block_iq4_xs> {  // 8 lanes of 32: iq4_nl values, 6-bit scales - 32
+    static constexpr int lane = 32, off = 0;
+    static constexpr bool wide = true, min = false;
+    template <class A>
+    static TESSERA_ALWAYS_INLINE void decode(const qg::block_iq4_xs& x, std::uint8_t* u, float* a, float*) {
+        for (int ib = 0; ib < 8; ++ib) lookup_nibbles<A>(x.qs + 16 * ib, tables<A>::iq4nl, 0, u + 32 * ib);
+        const float d = h2f<A>(x.d);
+        for (int ib = 0; ib < 8; ++ib) {
+            const int ls = ((x.scales_l[ib / 2] >> (4 * (ib % 2))) & 15) | (((x.scales_h >> (2 * ib)) & 3) << 4);
+            a[ib] = d * static_cast<float>(ls - 32);
+        }
+    }
+};
+template <>
+struct lane_codec<qg::block_tq1_0> {  // 8 lanes of 32: trits 0..2, w = trit - 1
+    static constexpr int lane = 32, off = 1;
+    static constexpr bool wide = false, min = false;
+    template <class A>
+    static TESSERA_ALWAYS_INLINE void decode(const qg::block_tq1_0& x, std::uint8_t* u, float* a, float*) {
+        int k = 0;
+        for (int t = 0; t < 5; ++t)
+            for (int m = 0; m < 32; ++m) u[k++] = static_cast<std::uint8_t>(trit<A>(x.qs[m], t));
+        for (int t = 0; t < 5; ++t)
+            for (int m = 0; m < 16; ++m) u[k++] = static_cast<std::uint8_t>(trit<A>(x.qs[32 + m], t));
+        for (int t = 0; t < 4; ++t)
+            for (int m = 0; m < 4; ++m) u[k++] = static_cast<std::uint8_t>(trit<A>(x.qh[m], t));
+        const float d = h2f<A>(x.d);
+        for (int j = 0; j < 8; ++j) a[j] = d;
+    }
+};
+template <>
+struct lane_codec<qg::block_tq2_0> {  // 8 lanes of 32: 2-bit q, w = q - 1
+    static constexpr int lane = 32, off = 1;
+    static constexpr bool wide = false, min = false;
+    template <class A>
+    static TESSERA_ALWAYS_INLINE void decode(const qg::block_tq2_0& x, std::uint8_t* u, float* a, float*) {
+        for (int h = 0; h < 2; ++h)
+            for (int s = 0; s < 4; ++s)
+                for (int m = 0; m < 32; ++m) u[128 * h + 32 * s + m] = (x.qs[32 * h + m] >> (2 * s)) & 3;
+        const float d = h2f<A>(x.d);
+        for (int j = 0; j < 8; ++j) a[j] = d;
+    }
+};
+
+template <>
+struct lane_codec<qg::block_q4_K> {  // 8 lanes of 32: nibbles, 6-bit scales and mins
+    static constexpr int lane = 32, off = 0;
+    static constexpr bool wide = false, min = true, k4_order = true;
+    template <class A>
+    static TESSERA_ALWAYS_INLINE void decode(const qg::block_q4_K& x, std::uint8_t* u, float* a, float* b) {
+        for (int j = 0; j < 8; ++j)
+            for (int e = 0; e < 32; ++e) u[32 * j + e] = (x.qs[32 * (j / 2) + e] >> (4 * (j % 2))) & 15;
+        const float d = h2f<A>(x.d), dmin = h2f<A>(x.dmin);
+        for (int j = 0; j < 8; ++j) {
+            std::uint8_t sc, mn;
+            scale_min_k4<A>(j, x.scales, sc, mn);
+            a[j] = d * static_cast<float>(sc);
+            b[j] = -(dmin * static_cast<float>(mn));
+        }
+    }
+};
+
+// The byte of a packed activation group that holds element e of lane l.
+template <class C>
+constexpr std::size_t act_byte(int l, int e) noexcept {
+    int t = e / 4;
+    if constexpr (requires { C::k4_order; }) t = 2 * (e / 8) + (((e / 4) % 2) ^ (l % 2));
+    return static_cast<std::size_t>(t * 64 + l * 4 + e % 4);
+}
+// The offset the wide tiles start a lane at (wide types: 128 with VNNI, where the weights
+// enter as w ^ 0x80; none on the sign path).
+template <class C, bool vnni>
+inline constexpr int lane_offset = C::wide ? (vnni ? 128 : 0) : C::off;
+constexpr int lane_log2(int v) { return v <= 1 ? 0 : 1 + lane_log2(v / 2); }
+
+// ---- weight layouts ---------------------------------------------------------------------
+// Each layout L: L::at(base, ng, r) the access of the tile whose first row is r (base:
+// the panel, or the first quad of the repacked rows; ng groups per row); rec(i, g) row i's
+// record of group g; pair<V, vnni>(rec, s, h, xa, xb) the x16 vectors of chunks 2s and
+// 2s + 1 (half h), as the tile multiplies them; coefs<V>(rec, h, a, b) the lanes' f32
+// coefficients. A panel layout also has pack<A, V>(k, rows, x, xs, w): rows [0, rows) of
+// plain blocks (rows <= qgemm_panel) into the panel, rows up to the next multiple of
+// qgemm_rm_narrow and lanes past k / lane zero.
+
+// q4_0 / q8_0: one quad of repacked records (repack.hpp: the nibble or byte words of 16
+// blocks of a row, then their f16 scales); q4_0 keeps two weights per byte.
 template <class B>
 struct w_rows4 {
     static constexpr bool q4 = std::is_same_v<B, qg::block_q4_0>;
     static constexpr std::size_t rec_bytes = q4 ? 288 : 544, qbytes = q4 ? 256 : 512;
     const std::byte* quad;
     int first = 0;  // the tile's first row in the quad
+    static TESSERA_ALWAYS_INLINE w_rows4 at(const std::byte* base, std::int64_t ng, std::int64_t r) {
+        return {base + static_cast<std::size_t>(r / 4) * static_cast<std::size_t>(4 * ng) * rec_bytes, static_cast<int>(r % 4)};
+    }
     TESSERA_ALWAYS_INLINE const std::byte* rec(int i, std::int64_t g) const {
         return quad + (static_cast<std::size_t>(g) * 4 + static_cast<std::size_t>(first + i)) * rec_bytes;
     }
@@ -235,249 +542,54 @@ struct w_rows4 {
             return V::load(r + static_cast<std::size_t>(t * 64) + half);
         }
     }
+    template <class V, bool vnni>
+    static TESSERA_ALWAYS_INLINE void pair(const std::byte* r, int s, int h, typename V::vi& xa, typename V::vi& xb) {
+        xa = q<V>(r, 2 * s, h);
+        xb = q<V>(r, 2 * s + 1, h);
+        if constexpr (!q4 && vnni) {  // q8_0 enters as w ^ 0x80
+            xa = V::flip(xa);
+            xb = V::flip(xb);
+        }
+    }
     template <class V>
-    static TESSERA_ALWAYS_INLINE typename V::vf d(const std::byte* r, int h) {
-        return V::load_h(r + qbytes + static_cast<std::size_t>(h * (32 / V::halves)));
+    static TESSERA_ALWAYS_INLINE void coefs(const std::byte* r, int h, typename V::vf& a, typename V::vf&) {
+        a = V::load_h(r + qbytes + static_cast<std::size_t>(h * (32 / V::halves)));
     }
-};
-
-// Rows [0, rows) of x (rows <= qgemm_panel) as the quads of a repacked matrix
-// (repack.hpp's records: the nibble or byte words of 16 blocks of a row, then their f16
-// scales), so the plain-layout GEMM runs the repacked one's tiles on the work buffer.
-// It moves whole 4-byte words, the cost that keeps packing a panel per call cheap next
-// to the tiles' work for a few dozen columns. Lanes past k / 32 and the rows up to the
-// next multiple of 4 are zero.
-template <class A, class B>
-void qgemm_pack_w(std::int64_t k, std::int64_t rows, const B* x, std::size_t xs, std::byte* w) {
-    using W = w_rows4<B>;
-    constexpr int words = static_cast<int>(W::qbytes / 64);
-    const std::int64_t nb = k / 32, ng = qgemm_groups(k);
-    const std::size_t quad = static_cast<std::size_t>(4 * ng) * W::rec_bytes;
-    const auto* xb = reinterpret_cast<const unsigned char*>(x);
-    const int tail = static_cast<int>(nb % qgemm_group);  // lanes of the last group in use (0: all)
-    for (std::int64_t r = 0; r < (rows + 3) / 4 * 4; ++r) {
-        std::byte* row = w + static_cast<std::size_t>(r / 4) * quad + static_cast<std::size_t>(r % 4) * W::rec_bytes;
-        if (r >= rows) {
-            for (std::int64_t g = 0; g < ng; ++g) std::memset(row + static_cast<std::size_t>(4 * g) * W::rec_bytes, 0, W::rec_bytes);
-            continue;
-        }
-        const B* xr = reinterpret_cast<const B*>(xb + static_cast<std::size_t>(r) * xs);
-        for (std::int64_t b = 0; b < nb; ++b) {
-            std::byte* rec = row + static_cast<std::size_t>(4 * (b / qgemm_group)) * W::rec_bytes;
-            const auto l = static_cast<std::size_t>(b % qgemm_group);
-            for (int s = 0; s < words; ++s) std::memcpy(rec + 64 * static_cast<std::size_t>(s) + 4 * l, xr[b].qs + 4 * s, 4);
-            std::memcpy(rec + W::qbytes + 2 * l, &xr[b].d, 2);
-        }
-        if (tail != 0) {
-            std::byte* rec = row + static_cast<std::size_t>(4 * (ng - 1)) * W::rec_bytes;
-            for (int s = 0; s < words; ++s)
-                std::memset(rec + 64 * s + 4 * tail, 0, static_cast<std::size_t>(4 * (qgemm_group - tail)));
-            std::memset(rec + W::qbytes + 2 * tail, 0, static_cast<std::size_t>(2 * (qgemm_group - tail)));
-        }
-    }
-}
-
-// One RM x RN tile: rows w[0..RM) of a packed panel (row_bytes apart) x RN packed
-// activation rows.
-template <class A, class V, class B, int RM, int RN, class W>
-TESSERA_ALWAYS_INLINE void qgemm_tile(std::int64_t ng, W w, const std::byte* y, std::size_t ys, float* out, std::size_t ldo,
-                                      std::int64_t rows) {
-    constexpr bool q8 = std::is_same_v<B, qg::block_q8_0>;
-    constexpr bool vnni = V::vnni;
-    constexpr bool sign_path = q8 && !vnni;
-    constexpr int shift = q8 ? 7 : 3;
-    using vi = typename V::vi;
-    using vf = typename V::vf;
-    constexpr int step = 64 / V::halves;  // bytes per vector
-    vf f[RM][RN];
-    for (int i = 0; i < RM; ++i)
-        for (int j = 0; j < RN; ++j) f[i][j] = V::zerof();
-    for (std::int64_t g = 0; g < ng; ++g) {
-        const std::byte* wr[RM];
-        for (int i = 0; i < RM; ++i) wr[i] = w.rec(i, g);
-        const std::byte* yg = y + static_cast<std::size_t>(g) * qgemm_act_group_bytes;
-        for (int h = 0; h < V::halves; ++h) {
-            vi acc[RM][RN];
-            for (int j = 0; j < RN; ++j) {
-                vi c = V::zero();
-                if constexpr (!sign_path) c = V::neg_shl(V::load(yg + static_cast<std::size_t>(j) * ys + qgemm_act32.isum + h * step), shift);
-                for (int i = 0; i < RM; ++i) acc[i][j] = c;
+    // The panel: whole 4-byte words of each block into the records of repack.hpp.
+    template <class A, class V>
+    static void pack(std::int64_t k, std::int64_t rows, const B* x, std::size_t xs, std::byte* w) {
+        constexpr int words = static_cast<int>(qbytes / 64);
+        const std::int64_t nb = k / 32, ng = qgemm_groups(k);
+        const std::size_t quad_bytes = static_cast<std::size_t>(4 * ng) * rec_bytes;
+        const auto* xb = reinterpret_cast<const unsigned char*>(x);
+        const int tail = static_cast<int>(nb % qgemm_group);  // lanes of the last group in use (0: all)
+        for (std::int64_t r = 0; r < (rows + 3) / 4 * 4; ++r) {
+            std::byte* row = w + static_cast<std::size_t>(r / 4) * quad_bytes + static_cast<std::size_t>(r % 4) * rec_bytes;
+            if (r >= rows) {
+                for (std::int64_t g = 0; g < ng; ++g) std::memset(row + static_cast<std::size_t>(4 * g) * rec_bytes, 0, rec_bytes);
+                continue;
             }
-#pragma GCC unroll 8
-            for (int t = 0; t < 8; ++t) {
-                vi xv[RM];
-                for (int i = 0; i < RM; ++i) {
-                    xv[i] = W::template q<V>(wr[i], t, h);
-                    if constexpr (q8 && vnni) xv[i] = V::flip(xv[i]);
-                }
-                for (int j = 0; j < RN; ++j) {
-                    const vi yv = V::load(yg + static_cast<std::size_t>(j) * ys + static_cast<std::size_t>(t * 64 + h * step));
-                    for (int i = 0; i < RM; ++i) {
-                        if constexpr (sign_path)
-                            acc[i][j] = V::dpbusd(acc[i][j], V::abs8(xv[i]), V::sign8(yv, xv[i]));
-                        else
-                            acc[i][j] = V::dpbusd(acc[i][j], xv[i], yv);
-                    }
-                }
-            }
-            vf xd[RM];
-            for (int i = 0; i < RM; ++i) xd[i] = W::template d<V>(wr[i], h);
-            for (int j = 0; j < RN; ++j) {
-                const vf yd = V::loadf(yg + static_cast<std::size_t>(j) * ys + qgemm_act32.dy + h * step);
-                for (int i = 0; i < RM; ++i) f[i][j] = V::fma(acc[i][j], V::mul(xd[i], yd), f[i][j]);
-            }
-        }
-    }
-    for (int j = 0; j < RN; ++j)
-        for (int i = 0; i < RM; ++i)
-            if (i < rows) out[static_cast<std::size_t>(j) * ldo + static_cast<std::size_t>(i)] = V::hsum(f[i][j]);
-}
-
-// A tile of min(4, cols) columns.
-template <class A, class V, class B, int RM, class W>
-TESSERA_ALWAYS_INLINE void qgemm_tile_n(std::int64_t cols, std::int64_t ng, W w, const std::byte* y, std::size_t ys,
-                                        float* out, std::size_t ldo, std::int64_t rows) {
-    switch (cols) {
-        case 1: qgemm_tile<A, V, B, RM, 1>(ng, w, y, ys, out, ldo, rows); break;
-        case 2: qgemm_tile<A, V, B, RM, 2>(ng, w, y, ys, out, ldo, rows); break;
-        case 3: qgemm_tile<A, V, B, RM, 3>(ng, w, y, ys, out, ldo, rows); break;
-        default: qgemm_tile<A, V, B, RM, 4>(ng, w, y, ys, out, ldo, rows); break;
-    }
-}
-
-// Rows [0, pr) of a panel in repacked quads (quad bytes apart, from x) times n columns:
-// the column tiles outside, so the panel's records stay in L1/L2 across the columns.
-template <class A, class V, class B, int RM>
-TESSERA_ALWAYS_INLINE void qgemm_r4_sweep(std::int64_t ng, const std::byte* x, std::size_t quad, std::int64_t pr, std::int64_t n,
-                                          const std::byte* y, std::size_t ys, float* out, std::size_t ldo) {
-    for (std::int64_t c = 0; c < n; c += qgemm_rn) {
-        const std::byte* yc = y + static_cast<std::size_t>(c) * ys;
-        for (std::int64_t r = 0; r < pr; r += RM) {
-            const w_rows4<B> wr{x + static_cast<std::size_t>(r / 4) * quad, static_cast<int>(r % 4)};
-            qgemm_tile_n<A, V, B, RM>(n - c, ng, wr, yc, ys, out + static_cast<std::size_t>(c) * ldo + static_cast<std::size_t>(r), ldo,
-                                      pr - r);
-        }
-    }
-}
-template <class A, class V, class B>
-TESSERA_ALWAYS_INLINE void qgemm_r4_panel(std::int64_t ng, const std::byte* x, std::size_t quad, std::int64_t pr, std::int64_t n,
-                                          const std::byte* y, std::size_t ys, float* out, std::size_t ldo) {
-    if (n < qgemm_rn)
-        qgemm_r4_sweep<A, V, B, qgemm_rm_narrow>(ng, x, quad, pr, n, y, ys, out, ldo);
-    else
-        qgemm_r4_sweep<A, V, B, qgemm_rm>(ng, x, quad, pr, n, y, ys, out, ldo);
-}
-
-// Plain rows: each panel of 16 rows is repacked into the work buffer, then swept.
-template <class A, class V, class B>
-void qgemm_wide(std::int64_t k, std::int64_t m, std::int64_t n, const B* x, std::size_t xs, const std::byte* y, std::size_t ys,
-                float* out, std::size_t ldo, std::byte* work) {
-    const std::int64_t ng = qgemm_groups(k);
-    const std::size_t quad = static_cast<std::size_t>(4 * ng) * w_rows4<B>::rec_bytes;
-    const auto* xb = reinterpret_cast<const unsigned char*>(x);
-    for (std::int64_t p0 = 0; p0 < m; p0 += qgemm_panel) {
-        const std::int64_t pr = m - p0 < qgemm_panel ? m - p0 : qgemm_panel;
-        qgemm_pack_w<A>(k, pr, reinterpret_cast<const B*>(xb + static_cast<std::size_t>(p0) * xs), xs, work);
-        qgemm_r4_panel<A, V, B>(ng, work, quad, pr, n, y, ys, out + p0, ldo);
-    }
-}
-
-// m rows (m % 4 == 0) of a repacked matrix, 16 rows (four quads) per sweep over the columns.
-template <class A, class V, class B>
-void qgemm_rows4(std::int64_t k, std::int64_t m, std::int64_t n, const std::byte* x, const std::byte* y, std::size_t ys,
-                 float* out, std::size_t ldo) {
-    const std::int64_t ng = qgemm_groups(k);
-    const std::size_t quad = static_cast<std::size_t>(4 * ng) * w_rows4<B>::rec_bytes;
-    for (std::int64_t p0 = 0; p0 < m; p0 += qgemm_panel) {
-        const std::int64_t pr = m - p0 < qgemm_panel ? m - p0 : qgemm_panel;
-        qgemm_r4_panel<A, V, B>(ng, x + static_cast<std::size_t>(p0 / 4) * quad, quad, pr, n, y, ys, out + p0, ldo);
-    }
-}
-
-// Repacked weights (rows4_x16): the scalar definition reads the records element by element.
-template <class A, class B>
-void qgemm_r4(std::int64_t k, std::int64_t m, std::int64_t n, const std::byte* x, const std::byte* y, std::size_t ys,
-              float* out, std::size_t ldo, simd::requires_arch<simd::scalar>) {
-    using W = w_rows4<B>;
-    const std::int64_t nb = k / 32;
-    const std::size_t quad = static_cast<std::size_t>(4 * qgemm_groups(k)) * W::rec_bytes;
-    const auto* xb = reinterpret_cast<const unsigned char*>(x);
-    for (std::int64_t c = 0; c < n; ++c) {
-        const auto* yr = reinterpret_cast<const unsigned char*>(y) + static_cast<std::size_t>(c) * ys;
-        for (std::int64_t r = 0; r < m; ++r) {
-            float sum = 0.0f;
+            const B* xr = reinterpret_cast<const B*>(xb + static_cast<std::size_t>(r) * xs);
             for (std::int64_t b = 0; b < nb; ++b) {
-                const unsigned char* rec = xb + static_cast<std::size_t>(r / 4) * quad +
-                                           static_cast<std::size_t>((b / qgemm_group) * 4 + r % 4) * W::rec_bytes;
-                const unsigned char* g = yr + static_cast<std::size_t>(b / qgemm_group) * qgemm_act_group_bytes;
+                std::byte* rc = row + static_cast<std::size_t>(4 * (b / qgemm_group)) * rec_bytes;
                 const auto l = static_cast<std::size_t>(b % qgemm_group);
-                int isum = 0;
-                for (int e = 0; e < 32; ++e) {
-                    const auto yq = static_cast<std::int8_t>(g[static_cast<std::size_t>(e / 4) * 64 + l * 4 + static_cast<std::size_t>(e % 4)]);
-                    int xq;
-                    if constexpr (W::q4) {
-                        const unsigned char v = rec[static_cast<std::size_t>(e % 16 / 4) * 64 + l * 4 + static_cast<std::size_t>(e % 4)];
-                        xq = (e < 16 ? v & 15 : v >> 4) - 8;
-                    } else {
-                        xq = static_cast<std::int8_t>(rec[static_cast<std::size_t>(e / 4) * 64 + l * 4 + static_cast<std::size_t>(e % 4)]);
-                    }
-                    isum += xq * yq;
-                }
-                std::uint16_t dx;
-                std::memcpy(&dx, rec + W::qbytes + 2 * l, 2);
-                float dy;
-                std::memcpy(&dy, g + qgemm_act32.dy + 4 * l, 4);
-                sum += (h2f_bits<A>(dx) * dy) * static_cast<float>(isum);
+                for (int s = 0; s < words; ++s) std::memcpy(rc + 64 * static_cast<std::size_t>(s) + 4 * l, xr[b].qs + 4 * s, 4);
+                std::memcpy(rc + qbytes + 2 * l, &xr[b].d, 2);
             }
-            out[static_cast<std::size_t>(c) * ldo + static_cast<std::size_t>(r)] = sum;
+            if (tail != 0) {
+                std::byte* rc = row + static_cast<std::size_t>(4 * (ng - 1)) * rec_bytes;
+                for (int s = 0; s < words; ++s)
+                    std::memset(rc + 64 * s + 4 * tail, 0, static_cast<std::size_t>(4 * (qgemm_group - tail)));
+                std::memset(rc + qbytes + 2 * tail, 0, static_cast<std::size_t>(2 * (qgemm_group - tail)));
+            }
         }
     }
-}
+};
 
-// ---- q4_K x q8_K ------------------------------------------------------------------------
-// Per lane (sub-block j of a super-block with scales d, dmin, 6-bit sc_j, m_j) and column
-// (activation scale dy, quants yq, bsum_j = sum of the lane's 32 yq):
-//   term = float(s_j) * ((d * sc_j) * dy)  -  (dmin * m_j) * (dy * bsum_j),
-//   s_j = sum_e q_e * yq_e  (nibbles q in 0..15: exact in i32, one vpdpbusd chain),
-// d * sc_j and dmin * m_j being exact in f32 (11 x 6 significant bits). The output is the
-// f32 sum of the terms of every lane; the scalar kernels add them lane by lane in row
-// order, the wide ones lane-parallel (per-lane FMAs, a horizontal sum at the end).
-//
-// Weight access, as w_panel / w_rows4 for q4_0: rec(i, g) is row i's record of group g;
-// q<V>(rec, s, h) the nibble chunk s (bytes s*64.., half h); scales<V>(rec, h, sf, mf) the
-// f32 lanes d * sc and dmin * m. Both layouts share the nibble order of repack.hpp.
-struct w_k4_panel {  // qgemm_pack_w_k4's panel: nibbles, then d*sc and dmin*m as f32 lanes
-    const std::byte* w;
-    std::size_t w_row;
-    TESSERA_ALWAYS_INLINE const std::byte* rec(int i, std::int64_t g) const {
-        return w + static_cast<std::size_t>(i) * w_row + static_cast<std::size_t>(g) * qgemm_k4_w_group_bytes;
-    }
-    template <class V>
-    static TESSERA_ALWAYS_INLINE void scales(const std::byte* r, int h, typename V::vf& sf, typename V::vf& mf) {
-        sf = V::loadf(r + 256 + static_cast<std::size_t>(h * (64 / V::halves)));
-        mf = V::loadf(r + 320 + static_cast<std::size_t>(h * (64 / V::halves)));
-    }
-};
-struct w_k4_rows4 {  // one quad of a repacked q4_K matrix (296-byte records)
-    static constexpr std::size_t rec_bytes = 296;
-    const std::byte* quad;
-    int first = 0;  // the tile's first row in the quad
-    TESSERA_ALWAYS_INLINE const std::byte* rec(int i, std::int64_t g) const {
-        return quad + (static_cast<std::size_t>(g) * 4 + static_cast<std::size_t>(first + i)) * rec_bytes;
-    }
-    template <class V>
-    static TESSERA_ALWAYS_INLINE void scales(const std::byte* r, int h, typename V::vf& sf, typename V::vf& mf) {
-        using A = typename V::arch;
-        std::uint16_t d[4];
-        std::memcpy(d, r + 288, 8);
-        const auto lane0 = static_cast<std::size_t>(h * (16 / V::halves));
-        sf = V::mul(V::load_u8(r + 256 + lane0), V::pair(h2f_bits<A>(d[0]), h2f_bits<A>(d[1]), h));
-        mf = V::mul(V::load_u8(r + 272 + lane0), V::pair(h2f_bits<A>(d[2]), h2f_bits<A>(d[3]), h));
-    }
-};
-// The nibble chunk s of a record (either layout) as the two x16 vectors of chunks t = 2s
-// (xa) and 2s + 1 (xb): slot 2p holds the pair's bytes e = 8s..8s+3, slot 2p + 1 bytes
-// 8s+4..8s+7; lane 2p's elements are their low nibbles, lane 2p + 1's the high ones.
+// q4_K: a chunk s of either record (nibbles in repack.hpp's pair order) as the two x16
+// vectors of chunks t = 2s (xa) and 2s + 1 (xb): slot 2p holds the pair's bytes
+// e = 8s..8s+3, slot 2p + 1 bytes 8s+4..8s+7; lane 2p's elements are their low nibbles,
+// lane 2p + 1's the high ones.
 //   xa = slot 2p: low nibbles of slot 2p, slot 2p+1: high nibbles of slot 2p+1
 //   xb = the other two, swapped into their lanes' slots
 template <class V>
@@ -487,69 +599,213 @@ TESSERA_ALWAYS_INLINE void k4_split(const std::byte* r, int s, int h, typename V
     xa = V::blend_odd(lo, hi);
     xb = V::swap_pairs(V::blend_odd(hi, lo));
 }
-
-// Rows [0, rows) of q4_K x (rows <= qgemm_panel) into the panel layout; rows past `rows`
-// and lanes past k / 32 are zero.
-template <class A>
-void qgemm_pack_w_k4(std::int64_t k, std::int64_t rows, const qg::block_q4_K* x, std::size_t xs, std::byte* w) {
-    const std::int64_t nsb = k / 256, ng = qgemm_groups(k);
-    const std::size_t row_bytes = static_cast<std::size_t>(ng) * qgemm_k4_w_group_bytes;
-    std::memset(w, 0, static_cast<std::size_t>(qgemm_panel) * row_bytes);
-    const auto* xb = reinterpret_cast<const unsigned char*>(x);
-    for (std::int64_t r = 0; r < rows; ++r) {
-        const auto* xr = reinterpret_cast<const qg::block_q4_K*>(xb + static_cast<std::size_t>(r) * xs);
-        std::byte* wr = w + static_cast<std::size_t>(r) * row_bytes;
-        for (std::int64_t b = 0; b < nsb; ++b) {
-            std::byte* g = wr + static_cast<std::size_t>(b / 2) * qgemm_k4_w_group_bytes;
-            const int h = static_cast<int>(b % 2);
-            for (int c = 0; c < 4; ++c)
-                for (int s = 0; s < 4; ++s) std::memcpy(g + s * 64 + 8 * (4 * h + c), xr[b].qs + 32 * c + 8 * s, 8);
-            const float d = h2f<A>(xr[b].d), dmin = h2f<A>(xr[b].dmin);
-            for (int j = 0; j < 8; ++j) {
-                std::uint8_t sc, mn;
-                scale_min_k4<A>(j, xr[b].scales, sc, mn);
-                const float sf = d * static_cast<float>(sc), mf = dmin * static_cast<float>(mn);
-                std::memcpy(g + 256 + 4 * (8 * h + j), &sf, 4);
-                std::memcpy(g + 320 + 4 * (8 * h + j), &mf, 4);
+struct w_k4_rows4 {  // one quad of a repacked q4_K matrix (296-byte records)
+    static constexpr std::size_t rec_bytes = 296;
+    const std::byte* quad;
+    int first = 0;
+    static TESSERA_ALWAYS_INLINE w_k4_rows4 at(const std::byte* base, std::int64_t ng, std::int64_t r) {
+        return {base + static_cast<std::size_t>(r / 4) * static_cast<std::size_t>(4 * ng) * rec_bytes, static_cast<int>(r % 4)};
+    }
+    TESSERA_ALWAYS_INLINE const std::byte* rec(int i, std::int64_t g) const {
+        return quad + (static_cast<std::size_t>(g) * 4 + static_cast<std::size_t>(first + i)) * rec_bytes;
+    }
+    template <class V, bool>
+    static TESSERA_ALWAYS_INLINE void pair(const std::byte* r, int s, int h, typename V::vi& xa, typename V::vi& xb) {
+        k4_split<V>(r, s, h, xa, xb);
+    }
+    template <class V>
+    static TESSERA_ALWAYS_INLINE void coefs(const std::byte* r, int h, typename V::vf& a, typename V::vf& b) {
+        using A = typename V::arch;
+        std::uint16_t d[4];
+        std::memcpy(d, r + 288, 8);
+        const auto lane0 = static_cast<std::size_t>(h * (16 / V::halves));
+        a = V::mul(V::load_u8(r + 256 + lane0), V::pair(h2f_bits<A>(d[0]), h2f_bits<A>(d[1]), h));
+        b = V::mul(V::load_u8(r + 272 + lane0), V::pair(-h2f_bits<A>(d[2]), -h2f_bits<A>(d[3]), h));
+    }
+};
+struct w_k4_panel {  // q4_K's panel: the repacked nibbles, then a = d * sc and b = -dmin * m as f32 lanes
+    const std::byte* w;
+    std::size_t w_row;
+    static TESSERA_ALWAYS_INLINE w_k4_panel at(const std::byte* base, std::int64_t ng, std::int64_t r) {
+        const std::size_t row = static_cast<std::size_t>(ng) * qgemm_k4_w_group_bytes;
+        return {base + static_cast<std::size_t>(r) * row, row};
+    }
+    TESSERA_ALWAYS_INLINE const std::byte* rec(int i, std::int64_t g) const {
+        return w + static_cast<std::size_t>(i) * w_row + static_cast<std::size_t>(g) * qgemm_k4_w_group_bytes;
+    }
+    template <class V, bool>
+    static TESSERA_ALWAYS_INLINE void pair(const std::byte* r, int s, int h, typename V::vi& xa, typename V::vi& xb) {
+        k4_split<V>(r, s, h, xa, xb);
+    }
+    template <class V>
+    static TESSERA_ALWAYS_INLINE void coefs(const std::byte* r, int h, typename V::vf& a, typename V::vf& b) {
+        a = V::loadf(r + 256 + static_cast<std::size_t>(h * (64 / V::halves)));
+        b = V::loadf(r + 320 + static_cast<std::size_t>(h * (64 / V::halves)));
+    }
+    template <class A, class V>
+    static void pack(std::int64_t k, std::int64_t rows, const qg::block_q4_K* x, std::size_t xs, std::byte* w) {
+        const std::int64_t nsb = k / 256, ng = qgemm_groups(k);
+        const std::size_t row_bytes = static_cast<std::size_t>(ng) * qgemm_k4_w_group_bytes;
+        std::memset(w, 0, static_cast<std::size_t>(qgemm_panel) * row_bytes);
+        const auto* xb = reinterpret_cast<const unsigned char*>(x);
+        for (std::int64_t r = 0; r < rows; ++r) {
+            const auto* xr = reinterpret_cast<const qg::block_q4_K*>(xb + static_cast<std::size_t>(r) * xs);
+            std::byte* wr = w + static_cast<std::size_t>(r) * row_bytes;
+            for (std::int64_t b = 0; b < nsb; ++b) {
+                std::byte* g = wr + static_cast<std::size_t>(b / 2) * qgemm_k4_w_group_bytes;
+                const int h = static_cast<int>(b % 2);
+                for (int c = 0; c < 4; ++c)
+                    for (int s = 0; s < 4; ++s) std::memcpy(g + s * 64 + 8 * (4 * h + c), xr[b].qs + 32 * c + 8 * s, 8);
+                const float d = h2f<A>(xr[b].d), dmin = h2f<A>(xr[b].dmin);
+                for (int j = 0; j < 8; ++j) {
+                    std::uint8_t sc, mn;
+                    scale_min_k4<A>(j, xr[b].scales, sc, mn);
+                    const float sf = d * static_cast<float>(sc), mf = -(dmin * static_cast<float>(mn));
+                    std::memcpy(g + 256 + 4 * (8 * h + j), &sf, 4);
+                    std::memcpy(g + 320 + 4 * (8 * h + j), &mf, 4);
+                }
             }
         }
     }
-}
+};
 
-template <class A, class V, int RM, int RN, class W>
-TESSERA_ALWAYS_INLINE void qgemm_tile_k4(std::int64_t ng, W w, const std::byte* y, std::size_t ys, float* out, std::size_t ldo,
-                                         std::int64_t rows) {
+// Every other type: per group of 16 lanes a record of the codec's u bytes in x16 order
+// (wide types with VNNI as w ^ 0x80), then a[16], then b[16] if the type has a min.
+template <class B>
+struct w_lane {
+    using C = lane_codec<B>;
+    static constexpr std::size_t qb = static_cast<std::size_t>(16 * C::lane), rec_bytes = qb + 64 + (C::min ? 64 : 0);
+    const std::byte* w;
+    std::size_t w_row;
+    static TESSERA_ALWAYS_INLINE w_lane at(const std::byte* base, std::int64_t ng, std::int64_t r) {
+        const std::size_t row = static_cast<std::size_t>(ng) * rec_bytes;
+        return {base + static_cast<std::size_t>(r) * row, row};
+    }
+    TESSERA_ALWAYS_INLINE const std::byte* rec(int i, std::int64_t g) const {
+        return w + static_cast<std::size_t>(i) * w_row + static_cast<std::size_t>(g) * rec_bytes;
+    }
+    template <class V, bool>
+    static TESSERA_ALWAYS_INLINE void pair(const std::byte* r, int s, int h, typename V::vi& xa, typename V::vi& xb) {
+        const auto hs = static_cast<std::size_t>(h * (64 / V::halves));
+        xa = V::load(r + static_cast<std::size_t>(2 * s * 64) + hs);
+        xb = V::load(r + static_cast<std::size_t>((2 * s + 1) * 64) + hs);
+    }
+    template <class V>
+    static TESSERA_ALWAYS_INLINE void coefs(const std::byte* r, int h, typename V::vf& a, typename V::vf& b) {
+        const auto hs = static_cast<std::size_t>(h * (64 / V::halves));
+        a = V::loadf(r + qb + hs);
+        if constexpr (C::min) b = V::loadf(r + qb + 64 + hs);
+    }
+    template <class A, class V>
+    static void pack(std::int64_t k, std::int64_t rows, const B* x, std::size_t xs, std::byte* w) {
+        constexpr int qk = static_cast<int>(quant::block_traits<B>::block_size), per = qk / C::lane, blocks = qgemm_group / per;
+        constexpr std::uint32_t flip = C::wide && V::vnni ? 0x80808080u : 0u;
+        const std::int64_t nb = k / qk, ng = qgemm_groups(k, C::lane);
+        const std::size_t w_row = static_cast<std::size_t>(ng) * rec_bytes;
+        const auto* xb = reinterpret_cast<const unsigned char*>(x);
+        for (std::int64_t r = 0; r < (rows + qgemm_rm_narrow - 1) / qgemm_rm_narrow * qgemm_rm_narrow; ++r) {
+            std::byte* row = w + static_cast<std::size_t>(r) * w_row;
+            if (r >= rows) {
+                std::memset(row, 0, w_row);
+                continue;
+            }
+            const B* xr = reinterpret_cast<const B*>(xb + static_cast<std::size_t>(r) * xs);
+            for (std::int64_t g = 0; g < ng; ++g) {
+                alignas(64) std::uint8_t u[16 * C::lane];
+                alignas(64) float ca[16], cb[16];
+                const std::int64_t b0 = g * blocks;
+                const int nbg = static_cast<int>(nb - b0 < blocks ? nb - b0 : blocks);
+                for (int i = 0; i < nbg; ++i) C::template decode<A>(xr[b0 + i], u + qk * i, ca + per * i, cb + per * i);
+                if (nbg < blocks) {  // padding lanes: zero bytes (w ^ flip for wide types: zero after the flip) and coefficients
+                    std::memset(u + qk * nbg, static_cast<int>(flip & 0xFF), static_cast<std::size_t>(qk * (blocks - nbg)));
+                    for (int l = per * nbg; l < 16; ++l) ca[l] = cb[l] = 0.0f;
+                }
+                std::byte* gr = row + static_cast<std::size_t>(g) * rec_bytes;
+                lanes_to_x16<A, C::lane / 4>(u, gr, flip);
+                std::memcpy(gr + qb, ca, 64);
+                if constexpr (C::min) std::memcpy(gr + qb + 64, cb, 64);
+            }
+        }
+    }
+};
+
+// The layouts of each type: the panel its plain-row GEMM packs, and (q4_0, q8_0, q4_K) the
+// records of its repacked rows.
+template <class B>
+struct qgemm_layouts {
+    using panel = w_lane<B>;
+};
+template <>
+struct qgemm_layouts<qg::block_q4_0> {
+    using panel = w_rows4<qg::block_q4_0>;
+    using rows4 = w_rows4<qg::block_q4_0>;
+};
+template <>
+struct qgemm_layouts<qg::block_q8_0> {
+    using panel = w_rows4<qg::block_q8_0>;
+    using rows4 = w_rows4<qg::block_q8_0>;
+};
+template <>
+struct qgemm_layouts<qg::block_q4_K> {
+    using panel = w_k4_panel;
+    using rows4 = w_k4_rows4;
+};
+
+// ---- the tile ----------------------------------------------------------------------------
+// RM x RN outputs: rows w.rec(0..RM) x RN packed activation rows (ys bytes apart); one body
+// for every vector width (V::halves vectors per group of 16 lanes).
+template <class A, class V, class C, int RM, int RN, class W>
+TESSERA_ALWAYS_INLINE void qgemm_tile(std::int64_t ng, W w, const std::byte* y, std::size_t ys, float* out, std::size_t ldo,
+                                      std::int64_t rows) {
+    constexpr bool vnni = V::vnni;
+    constexpr bool sign_path = C::wide && !vnni;
+    constexpr int off = lane_offset<C, vnni>, shift = lane_log2(off);
+    static_assert(off == 0 || (1 << shift) == off, "offsets are powers of two");
+    constexpr qgemm_act_layout lay = qgemm_act(C::lane);
     using vi = typename V::vi;
     using vf = typename V::vf;
-    constexpr int step = 64 / V::halves;
+    constexpr int step = 64 / V::halves;  // bytes per vector
     vf f[RM][RN];
     for (int i = 0; i < RM; ++i)
         for (int j = 0; j < RN; ++j) f[i][j] = V::zerof();
     for (std::int64_t g = 0; g < ng; ++g) {
         const std::byte* wr[RM];
         for (int i = 0; i < RM; ++i) wr[i] = w.rec(i, g);
-        const std::byte* yg = y + static_cast<std::size_t>(g) * qgemm_act_group_bytes;
+        const std::byte* yg = y + static_cast<std::size_t>(g) * lay.bytes;
         for (int h = 0; h < V::halves; ++h) {
+            const auto hs = static_cast<std::size_t>(h * step);
             vi acc[RM][RN];
-            for (int i = 0; i < RM; ++i)
-                for (int j = 0; j < RN; ++j) acc[i][j] = V::zero();
+            for (int j = 0; j < RN; ++j) {
+                vi c0 = V::zero();
+                if constexpr (off != 0) c0 = V::neg_shl(V::load(yg + static_cast<std::size_t>(j) * ys + lay.isum + hs), shift);
+                for (int i = 0; i < RM; ++i) acc[i][j] = c0;
+            }
 #pragma GCC unroll 4
-            for (int s = 0; s < 4; ++s) {
+            for (int s = 0; s < C::lane / 8; ++s) {
                 vi xa[RM], xb[RM];
-                for (int i = 0; i < RM; ++i) k4_split<V>(wr[i], s, h, xa[i], xb[i]);
+                for (int i = 0; i < RM; ++i) W::template pair<V, vnni>(wr[i], s, h, xa[i], xb[i]);
                 for (int j = 0; j < RN; ++j) {
-                    const std::byte* yj = yg + static_cast<std::size_t>(j) * ys + static_cast<std::size_t>(h * step);
+                    const std::byte* yj = yg + static_cast<std::size_t>(j) * ys + hs;
                     const vi ya = V::load(yj + static_cast<std::size_t>(2 * s * 64));
                     const vi yb = V::load(yj + static_cast<std::size_t>((2 * s + 1) * 64));
-                    for (int i = 0; i < RM; ++i) acc[i][j] = V::dpbusd(V::dpbusd(acc[i][j], xa[i], ya), xb[i], yb);
+                    for (int i = 0; i < RM; ++i) {
+                        if constexpr (sign_path)
+                            acc[i][j] = V::dpbusd(V::dpbusd(acc[i][j], V::abs8(xa[i]), V::sign8(ya, xa[i])), V::abs8(xb[i]), V::sign8(yb, xb[i]));
+                        else
+                            acc[i][j] = V::dpbusd(V::dpbusd(acc[i][j], xa[i], ya), xb[i], yb);
+                    }
                 }
             }
-            vf sf[RM], mf[RM];
-            for (int i = 0; i < RM; ++i) W::template scales<V>(wr[i], h, sf[i], mf[i]);
+            vf ca[RM], cb[RM];
+            for (int i = 0; i < RM; ++i) W::template coefs<V>(wr[i], h, ca[i], cb[i]);
             for (int j = 0; j < RN; ++j) {
-                const std::byte* yj = yg + static_cast<std::size_t>(j) * ys + static_cast<std::size_t>(h * step);
-                const vf yd = V::loadf(yj + qgemm_act32.dy), yb = V::loadf(yj + qgemm_act32.bs);
-                for (int i = 0; i < RM; ++i) f[i][j] = V::fnmadd(mf[i], yb, V::fma(acc[i][j], V::mul(sf[i], yd), f[i][j]));
+                const std::byte* yj = yg + static_cast<std::size_t>(j) * ys + hs;
+                const vf yd = V::loadf(yj + lay.dy);
+                for (int i = 0; i < RM; ++i) f[i][j] = V::fma(acc[i][j], V::mul(ca[i], yd), f[i][j]);
+                if constexpr (C::min) {
+                    const vf yb = V::loadf(yj + lay.bs);
+                    for (int i = 0; i < RM; ++i) f[i][j] = V::fmadd(cb[i], yb, f[i][j]);
+                }
             }
         }
     }
@@ -557,168 +813,131 @@ TESSERA_ALWAYS_INLINE void qgemm_tile_k4(std::int64_t ng, W w, const std::byte* 
         for (int i = 0; i < RM; ++i)
             if (i < rows) out[static_cast<std::size_t>(j) * ldo + static_cast<std::size_t>(i)] = V::hsum(f[i][j]);
 }
-template <class A, class V, int RM, class W>
-TESSERA_ALWAYS_INLINE void qgemm_tile_k4_n(std::int64_t cols, std::int64_t ng, W w, const std::byte* y, std::size_t ys,
-                                           float* out, std::size_t ldo, std::int64_t rows) {
-    switch (cols) {
-        case 1: qgemm_tile_k4<A, V, RM, 1>(ng, w, y, ys, out, ldo, rows); break;
-        case 2: qgemm_tile_k4<A, V, RM, 2>(ng, w, y, ys, out, ldo, rows); break;
-        case 3: qgemm_tile_k4<A, V, RM, 3>(ng, w, y, ys, out, ldo, rows); break;
-        default: qgemm_tile_k4<A, V, RM, 4>(ng, w, y, ys, out, ldo, rows); break;
-    }
-}
 
-// Rows [0, pr) of a panel times n columns; w_at(r) gives row r's weight access.
-template <class A, class V, int RM, class F>
-TESSERA_ALWAYS_INLINE void qgemm_k4_sweep(std::int64_t ng, F w_at, std::int64_t pr, std::int64_t n, const std::byte* y, std::size_t ys,
-                                          float* out, std::size_t ldo) {
+// Rows [0, pr) of a panel (or of 16 repacked rows) from base times n columns: the column
+// tiles outside, so the rows' records stay in L1/L2 across the columns; 4-row tiles when
+// there are fewer than qgemm_rn columns (one pass over each quad's records in memory order).
+template <class A, class V, class C, class L, int RM>
+TESSERA_ALWAYS_INLINE void qgemm_sweep(std::int64_t ng, const std::byte* base, std::int64_t pr, std::int64_t n, const std::byte* y,
+                                       std::size_t ys, float* out, std::size_t ldo) {
     for (std::int64_t c = 0; c < n; c += qgemm_rn) {
         const std::byte* yc = y + static_cast<std::size_t>(c) * ys;
-        for (std::int64_t r = 0; r < pr; r += RM)
-            qgemm_tile_k4_n<A, V, RM>(n - c, ng, w_at(r), yc, ys, out + static_cast<std::size_t>(c) * ldo + static_cast<std::size_t>(r), ldo,
-                                      pr - r);
+        float* oc = out + static_cast<std::size_t>(c) * ldo;
+        for (std::int64_t r = 0; r < pr; r += RM) {
+            const L w = L::at(base, ng, r);
+            switch (n - c) {
+                case 1: qgemm_tile<A, V, C, RM, 1>(ng, w, yc, ys, oc + r, ldo, pr - r); break;
+                case 2: qgemm_tile<A, V, C, RM, 2>(ng, w, yc, ys, oc + r, ldo, pr - r); break;
+                case 3: qgemm_tile<A, V, C, RM, 3>(ng, w, yc, ys, oc + r, ldo, pr - r); break;
+                default: qgemm_tile<A, V, C, RM, qgemm_rn>(ng, w, yc, ys, oc + r, ldo, pr - r); break;
+            }
+        }
     }
 }
-template <class A, class V, class F>
-TESSERA_ALWAYS_INLINE void qgemm_k4_panel(std::int64_t ng, F w_at, std::int64_t pr, std::int64_t n, const std::byte* y, std::size_t ys,
-                                          float* out, std::size_t ldo) {
+template <class A, class V, class C, class L>
+TESSERA_ALWAYS_INLINE void qgemm_rows(std::int64_t ng, const std::byte* base, std::int64_t pr, std::int64_t n, const std::byte* y,
+                                      std::size_t ys, float* out, std::size_t ldo) {
     if (n < qgemm_rn)
-        qgemm_k4_sweep<A, V, qgemm_rm_narrow>(ng, w_at, pr, n, y, ys, out, ldo);
+        qgemm_sweep<A, V, C, L, qgemm_rm_narrow>(ng, base, pr, n, y, ys, out, ldo);
     else
-        qgemm_k4_sweep<A, V, qgemm_rm>(ng, w_at, pr, n, y, ys, out, ldo);
+        qgemm_sweep<A, V, C, L, qgemm_rm>(ng, base, pr, n, y, ys, out, ldo);
 }
 
-template <class A, class V>
-void qgemm_k4_wide(std::int64_t k, std::int64_t m, std::int64_t n, const qg::block_q4_K* x, std::size_t xs,
-                   const std::byte* y, std::size_t ys, float* out, std::size_t ldo, std::byte* work) {
-    const std::int64_t ng = qgemm_groups(k);
-    const std::size_t w_row = static_cast<std::size_t>(ng) * qgemm_k4_w_group_bytes;
+// Plain rows: each panel of 16 rows is packed into the work buffer, then swept.
+template <class A, class V, class B>
+void qgemm_wide(std::int64_t k, std::int64_t m, std::int64_t n, const B* x, std::size_t xs, const std::byte* y, std::size_t ys,
+                float* out, std::size_t ldo, std::byte* work) {
+    using C = lane_codec<B>;
+    using L = typename qgemm_layouts<B>::panel;
+    const std::int64_t ng = qgemm_groups(k, C::lane);
     const auto* xb = reinterpret_cast<const unsigned char*>(x);
     for (std::int64_t p0 = 0; p0 < m; p0 += qgemm_panel) {
         const std::int64_t pr = m - p0 < qgemm_panel ? m - p0 : qgemm_panel;
-        qgemm_pack_w_k4<A>(k, pr, reinterpret_cast<const qg::block_q4_K*>(xb + static_cast<std::size_t>(p0) * xs), xs, work);
-        const auto w_at = [&](std::int64_t r) { return w_k4_panel{work + static_cast<std::size_t>(r) * w_row, w_row}; };
-        qgemm_k4_panel<A, V>(ng, w_at, pr, n, y, ys, out + p0, ldo);
+        L::template pack<A, V>(k, pr, reinterpret_cast<const B*>(xb + static_cast<std::size_t>(p0) * xs), xs, work);
+        qgemm_rows<A, V, C, L>(ng, work, pr, n, y, ys, out + p0, ldo);
     }
 }
-template <class A, class V>
-void qgemm_k4_rows4(std::int64_t k, std::int64_t m, std::int64_t n, const std::byte* x, const std::byte* y, std::size_t ys,
-                    float* out, std::size_t ldo) {
-    const std::int64_t ng = qgemm_groups(k);
-    const std::size_t quad = static_cast<std::size_t>(4 * ng) * w_k4_rows4::rec_bytes;
+// Repacked rows (m % 4 == 0), 16 rows (four quads) per sweep over the columns.
+template <class A, class V, class B>
+void qgemm_rows4_wide(std::int64_t k, std::int64_t m, std::int64_t n, const std::byte* x, const std::byte* y, std::size_t ys,
+                      float* out, std::size_t ldo) {
+    using C = lane_codec<B>;
+    using L = typename qgemm_layouts<B>::rows4;
+    const std::int64_t ng = qgemm_groups(k, C::lane);
+    const std::size_t quad = static_cast<std::size_t>(4 * ng) * L::rec_bytes;
     for (std::int64_t p0 = 0; p0 < m; p0 += qgemm_panel) {
         const std::int64_t pr = m - p0 < qgemm_panel ? m - p0 : qgemm_panel;
-        const auto w_at = [&](std::int64_t r) {
-            return w_k4_rows4{x + static_cast<std::size_t>((p0 + r) / 4) * quad, static_cast<int>(r % 4)};
-        };
-        qgemm_k4_panel<A, V>(ng, w_at, pr, n, y, ys, out + p0, ldo);
+        qgemm_rows<A, V, C, L>(ng, x + static_cast<std::size_t>(p0 / 4) * quad, pr, n, y, ys, out + p0, ldo);
     }
 }
 
-// The scalar definitions: plain blocks, and the repacked records read byte by byte. Both
-// add the same f32 terms in the same order, so they give the same bits.
-template <class A>
-TESSERA_ALWAYS_INLINE float k4_term(int isum, float sf, float mf, const unsigned char* g, std::size_t l) {
-    float dy, bs;
-    std::memcpy(&dy, g + qgemm_act32.dy + 4 * l, 4);
-    std::memcpy(&bs, g + qgemm_act32.bs + 4 * l, 4);
-    return static_cast<float>(isum) * (sf * dy) - mf * bs;
-}
-template <class A>
-TESSERA_ALWAYS_INLINE int k4_act(const unsigned char* g, int l, int e) {  // element e of lane l
-    const int t = 2 * (e / 8) + (((e / 4) % 2) ^ (l % 2));
-    return static_cast<std::int8_t>(g[t * 64 + l * 4 + e % 4]);
-}
-template <class A>
-void qgemm_k4(std::int64_t k, std::int64_t m, std::int64_t n, const qg::block_q4_K* x, std::size_t xs, const std::byte* y,
-              std::size_t ys, float* out, std::size_t ldo, std::byte*, simd::requires_arch<simd::scalar>) {
-    const std::int64_t nsb = k / 256;
+// ---- scalar: the definition --------------------------------------------------------------
+// Each block decoded by its codec, the lane terms added in row order.
+template <class A, class B>
+void qgemm(std::int64_t k, std::int64_t m, std::int64_t n, const B* x, std::size_t xs, const std::byte* y, std::size_t ys,
+           float* out, std::size_t ldo, std::byte*, simd::requires_arch<simd::scalar>) {
+    using C = lane_codec<B>;
+    constexpr int qk = static_cast<int>(quant::block_traits<B>::block_size), per = qk / C::lane;
+    constexpr qgemm_act_layout lay = qgemm_act(C::lane);
+    const std::int64_t nb = k / qk;
     const auto* xb = reinterpret_cast<const unsigned char*>(x);
     for (std::int64_t c = 0; c < n; ++c) {
         const auto* yr = reinterpret_cast<const unsigned char*>(y) + static_cast<std::size_t>(c) * ys;
         for (std::int64_t r = 0; r < m; ++r) {
-            const auto* xr = reinterpret_cast<const qg::block_q4_K*>(xb + static_cast<std::size_t>(r) * xs);
+            const B* xr = reinterpret_cast<const B*>(xb + static_cast<std::size_t>(r) * xs);
             float sum = 0.0f;
-            for (std::int64_t b = 0; b < nsb; ++b) {
-                const unsigned char* g = yr + static_cast<std::size_t>(b / 2) * qgemm_act_group_bytes;
-                for (int j = 0; j < 8; ++j) {
-                    const int l = 8 * static_cast<int>(b % 2) + j;
-                    int isum = 0;
-                    for (int e = 0; e < 32; ++e) isum += ((xr[b].qs[32 * (j / 2) + e] >> (4 * (j % 2))) & 15) * k4_act<A>(g, l, e);
-                    std::uint8_t sc, mn;
-                    scale_min_k4<A>(j, xr[b].scales, sc, mn);
-                    sum += k4_term<A>(isum, h2f<A>(xr[b].d) * static_cast<float>(sc), h2f<A>(xr[b].dmin) * static_cast<float>(mn), g,
-                                      static_cast<std::size_t>(l));
+            for (std::int64_t b = 0; b < nb; ++b) {
+                std::uint8_t u[qk];
+                float ca[per], cb[per] = {};
+                C::template decode<A>(xr[b], u, ca, cb);
+                for (int j = 0; j < per; ++j) {
+                    const std::int64_t ln = b * per + j;
+                    const unsigned char* g = yr + static_cast<std::size_t>(ln / qgemm_group) * lay.bytes;
+                    const int l = static_cast<int>(ln % qgemm_group);
+                    int s = 0, isum;
+                    for (int e = 0; e < C::lane; ++e) {
+                        const auto yq = static_cast<std::int8_t>(g[act_byte<C>(l, e)]);
+                        const int w = C::wide ? static_cast<std::int8_t>(u[C::lane * j + e]) : u[C::lane * j + e];
+                        s += w * yq;
+                    }
+                    float dy, bs;
+                    std::memcpy(&dy, g + lay.dy + 4 * static_cast<std::size_t>(l), 4);
+                    std::memcpy(&isum, g + lay.isum + 4 * static_cast<std::size_t>(l), 4);
+                    std::memcpy(&bs, g + lay.bs + 4 * static_cast<std::size_t>(l), 4);
+                    s -= C::off * isum;
+                    if constexpr (C::min)
+                        sum += static_cast<float>(s) * (ca[j] * dy) + cb[j] * bs;
+                    else
+                        sum += static_cast<float>(s) * (ca[j] * dy);
                 }
             }
             out[static_cast<std::size_t>(c) * ldo + static_cast<std::size_t>(r)] = sum;
         }
     }
 }
-template <class A>
-void qgemm_k4_r4(std::int64_t k, std::int64_t m, std::int64_t n, const std::byte* x, const std::byte* y, std::size_t ys,
-                 float* out, std::size_t ldo, simd::requires_arch<simd::scalar>) {
-    const std::int64_t nsb = k / 256;
-    const std::size_t quad = static_cast<std::size_t>(4 * qgemm_groups(k)) * w_k4_rows4::rec_bytes;
-    const auto* xb = reinterpret_cast<const unsigned char*>(x);
-    for (std::int64_t c = 0; c < n; ++c) {
-        const auto* yr = reinterpret_cast<const unsigned char*>(y) + static_cast<std::size_t>(c) * ys;
-        for (std::int64_t r = 0; r < m; ++r) {
-            float sum = 0.0f;
-            for (std::int64_t b = 0; b < nsb; ++b) {
-                const unsigned char* rec = xb + static_cast<std::size_t>(r / 4) * quad +
-                                           static_cast<std::size_t>((b / 2) * 4 + r % 4) * w_k4_rows4::rec_bytes;
-                const unsigned char* g = yr + static_cast<std::size_t>(b / 2) * qgemm_act_group_bytes;
-                const auto h = static_cast<std::size_t>(b % 2);
-                std::uint16_t d, dmin;
-                std::memcpy(&d, rec + 288 + 2 * h, 2);
-                std::memcpy(&dmin, rec + 292 + 2 * h, 2);
-                for (int j = 0; j < 8; ++j) {
-                    const int l = 8 * static_cast<int>(h) + j;
-                    int isum = 0;
-                    for (int e = 0; e < 32; ++e)
-                        isum += ((rec[(e / 8) * 64 + 8 * (l / 2) + e % 8] >> (4 * (l % 2))) & 15) *
-                                k4_act<A>(g, l, e);
-                    sum += k4_term<A>(isum, h2f_bits<A>(d) * static_cast<float>(rec[256 + l]),
-                                      h2f_bits<A>(dmin) * static_cast<float>(rec[272 + l]), g, static_cast<std::size_t>(l));
-                }
-            }
-            out[static_cast<std::size_t>(c) * ldo + static_cast<std::size_t>(r)] = sum;
-        }
+// Repacked rows: each quad unpacked to its plain rows (repack.hpp's walk of the records),
+// then the definition above, so the two layouts give the same bits.
+template <class A, class B>
+void qgemm_r4(std::int64_t k, std::int64_t m, std::int64_t n, const std::byte* x, const std::byte* y, std::size_t ys,
+              float* out, std::size_t ldo, simd::requires_arch<simd::scalar>) {
+    constexpr type_id t = quant::block_traits<B>::id;
+    const std::size_t rb = static_cast<std::size_t>(k / static_cast<std::int64_t>(quant::block_traits<B>::block_size)) * sizeof(B);
+    const std::size_t quad = repack_quad_bytes(t, k);
+    std::vector<B> rows(4 * rb / sizeof(B));
+    auto* plain = reinterpret_cast<unsigned char*>(rows.data());
+    for (std::int64_t q = 0; q < m / 4; ++q) {
+        const auto* in = reinterpret_cast<const unsigned char*>(x + static_cast<std::size_t>(q) * quad);
+        repack_detail::for_each_run(
+            t, k, 4, [&](std::size_t p, std::size_t r, std::size_t len) { std::memcpy(plain + p, in + r, len); },
+            [&](std::size_t p, std::size_t r) { repack_detail::k4_pack_scales(in + r, in + r + 16, plain + p); });
+        qgemm<A>(k, 4, n, rows.data(), rb, y, ys, out + 4 * q, ldo, nullptr, A{});
     }
 }
 
 }  // namespace qdetail
-}  // namespace kernels
-TESSERA_END_NAMESPACE
 
-#include "tessera/kernels/x86/quant/gemm.hpp"
-
-TESSERA_BEGIN_NAMESPACE
-namespace kernels {
-
-// Repacked weights: gemm_<T>_rows4<A>(k, m, const std::byte* x_repacked (the quads of the
-// m rows, m % 4 == 0), n, y_packed, y_stride, out, ldo); no work buffer.
-#define TESSERA_QGEMM_R4_KERNEL_(T, ...)                                                                       \
-    template <class A>                                                                                       \
-    struct gemm_##T##_rows4 {                                                                                \
-        void operator()(std::int64_t k, std::int64_t m, std::int64_t n, const std::byte* x, const std::byte* y, \
-                        std::size_t y_stride, float* out, std::size_t ldo) const;                            \
-    };                                                                                                       \
-    template <class A>                                                                                       \
-    void gemm_##T##_rows4<A>::operator()(std::int64_t k, std::int64_t m, std::int64_t n, const std::byte* x, \
-                                         const std::byte* y, std::size_t y_stride, float* out, std::size_t ldo) const { \
-        qdetail::__VA_ARGS__(k, m, n, x, y, y_stride, out, ldo, A{});                                        \
-    }                                                                                                        \
-    TESSERA_KERNEL(gemm_##T##_rows4)
-
-TESSERA_QGEMM_R4_KERNEL_(q4_0, qgemm_r4<A, quant::block_q4_0>);
-TESSERA_QGEMM_R4_KERNEL_(q8_0, qgemm_r4<A, quant::block_q8_0>);
-TESSERA_QGEMM_R4_KERNEL_(q4_K, qgemm_k4_r4<A>);
-#undef TESSERA_QGEMM_R4_KERNEL_
-
-// gemm_<T>: the kernel struct of block type T over qdetail::F (also used by gemm_lanes.hpp).
-#define TESSERA_QGEMM_KERNEL(T, F)                                                                           \
+// gemm_<T>: the kernel struct of block type T.
+#define TESSERA_QGEMM_KERNEL_(T)                                                                              \
     template <class A>                                                                                       \
     struct gemm_##T {                                                                                        \
         void operator()(std::int64_t k, std::int64_t m, std::int64_t n, const quant::block_##T* x,           \
@@ -729,13 +948,45 @@ TESSERA_QGEMM_R4_KERNEL_(q4_K, qgemm_k4_r4<A>);
     void gemm_##T<A>::operator()(std::int64_t k, std::int64_t m, std::int64_t n, const quant::block_##T* x,  \
                                  std::size_t x_stride, const std::byte* y, std::size_t y_stride, float* out, \
                                  std::size_t ldo, std::byte* work) const {                                   \
-        qdetail::F<A>(k, m, n, x, x_stride, y, y_stride, out, ldo, work, A{});                               \
+        qdetail::qgemm<A>(k, m, n, x, x_stride, y, y_stride, out, ldo, work, A{});                           \
     }                                                                                                        \
     TESSERA_KERNEL(gemm_##T)
 
-TESSERA_QGEMM_KERNEL(q4_0, qgemm);
-TESSERA_QGEMM_KERNEL(q8_0, qgemm);
-TESSERA_QGEMM_KERNEL(q4_K, qgemm_k4);
+// gemm_<T>_rows4: the same on repacked weights.
+#define TESSERA_QGEMM_R4_KERNEL_(T)                                                                            \
+    template <class A>                                                                                         \
+    struct gemm_##T##_rows4 {                                                                                  \
+        void operator()(std::int64_t k, std::int64_t m, std::int64_t n, const std::byte* x, const std::byte* y, \
+                        std::size_t y_stride, float* out, std::size_t ldo) const;                              \
+    };                                                                                                         \
+    template <class A>                                                                                         \
+    void gemm_##T##_rows4<A>::operator()(std::int64_t k, std::int64_t m, std::int64_t n, const std::byte* x,   \
+                                         const std::byte* y, std::size_t y_stride, float* out, std::size_t ldo) const { \
+        qdetail::qgemm_r4<A, quant::block_##T>(k, m, n, x, y, y_stride, out, ldo, A{});                         \
+    }                                                                                                          \
+    TESSERA_KERNEL(gemm_##T##_rows4)
+
+TESSERA_QGEMM_KERNEL_(q4_0);
+TESSERA_QGEMM_KERNEL_(q4_1);
+TESSERA_QGEMM_KERNEL_(q5_0);
+TESSERA_QGEMM_KERNEL_(q5_1);
+TESSERA_QGEMM_KERNEL_(q8_0);
+TESSERA_QGEMM_KERNEL_(q8_1);
+TESSERA_QGEMM_KERNEL_(iq4_nl);
+TESSERA_QGEMM_KERNEL_(mxfp4);
+TESSERA_QGEMM_KERNEL_(q2_K);
+TESSERA_QGEMM_KERNEL_(q3_K);
+TESSERA_QGEMM_KERNEL_(q4_K);
+TESSERA_QGEMM_KERNEL_(q5_K);
+TESSERA_QGEMM_KERNEL_(q6_K);
+TESSERA_QGEMM_KERNEL_(iq4_xs);
+TESSERA_QGEMM_KERNEL_(tq1_0);
+TESSERA_QGEMM_KERNEL_(tq2_0);
+TESSERA_QGEMM_R4_KERNEL_(q4_0);
+TESSERA_QGEMM_R4_KERNEL_(q8_0);
+TESSERA_QGEMM_R4_KERNEL_(q4_K);
+#undef TESSERA_QGEMM_KERNEL_
+#undef TESSERA_QGEMM_R4_KERNEL_
 
 }  // namespace kernels
 TESSERA_END_NAMESPACE

@@ -120,7 +120,7 @@ void for_each_run(type_id t, std::int64_t k, std::int64_t nrows, F&& f, S&& sc) 
 
 // q4_K's scales[12] <-> eight 6-bit scales sc[0..7] and eight mins m[0..7] (ggml's
 // get_scale_min_k4 and its inverse; all 96 bits are used, so both are bijections).
-inline void k4_unpack_scales(const unsigned char* q, unsigned char* sc, unsigned char* m) noexcept {
+TESSERA_ALWAYS_INLINE void k4_unpack_scales(const unsigned char* q, unsigned char* sc, unsigned char* m) noexcept {
     for (int j = 0; j < 4; ++j) {
         sc[j] = q[j] & 63;
         m[j] = q[j + 4] & 63;
@@ -128,7 +128,7 @@ inline void k4_unpack_scales(const unsigned char* q, unsigned char* sc, unsigned
         m[j + 4] = static_cast<unsigned char>((q[j + 8] >> 4) | ((q[j + 4] >> 6) << 4));
     }
 }
-inline void k4_pack_scales(const unsigned char* sc, const unsigned char* m, unsigned char* q) noexcept {
+TESSERA_ALWAYS_INLINE void k4_pack_scales(const unsigned char* sc, const unsigned char* m, unsigned char* q) noexcept {
     for (int j = 0; j < 4; ++j) {
         q[j] = static_cast<unsigned char>((sc[j] & 63) | ((sc[j + 4] >> 4) << 6));
         q[j + 4] = static_cast<unsigned char>((m[j] & 63) | ((m[j + 4] >> 4) << 6));

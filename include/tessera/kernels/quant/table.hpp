@@ -2,7 +2,7 @@
 //   dequantize<A>  dequantize_row_<B>                        (dequant.hpp)
 //   vec_dot<A>     vec_dot_<B> against block_traits<B>::dot_partner (vec_dot.hpp)
 //   gemv<A>        gemv_<B>: several rows against one partner row      (vec_dot.hpp)
-//   gemm<A>        gemm_<B>: the packed GEMM for many columns  (gemm.hpp, gemm_lanes.hpp)
+//   gemm<A>        gemm_<B>: the packed GEMM for many columns  (gemm.hpp)
 //   gemm_rows4<A>  gemm_<B>_rows4: the same on weights repacked by CPU_REPACK
 //                  (q4_0, q8_0, q4_K)                                   (gemm.hpp)
 //   quantize<A>    quantize_row_<B>: q8_0, q8_1, q8_K (activations) and q4_0
@@ -15,7 +15,6 @@
 #include "tessera/config.hpp"
 #include "tessera/kernels/quant/dequant.hpp"
 #include "tessera/kernels/quant/gemm.hpp"
-#include "tessera/kernels/quant/gemm_lanes.hpp"
 #include "tessera/kernels/quant/quantize_act.hpp"
 #include "tessera/kernels/quant/quantize_w.hpp"
 #include "tessera/kernels/quant/vec_dot.hpp"

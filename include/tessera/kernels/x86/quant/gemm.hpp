@@ -1,7 +1,9 @@
-// x86 bodies of the quantized GEMM of kernels/quant/gemm.hpp: the vector traits the
-// width-generic tiles there run on (qv512: 16 blocks per vector, AVX-512 BW and VNNI;
-// qv256: 8 blocks, two halves per group, AVX2) and the overloads that bind each arch to
-// its traits. Part of kernels/quant/gemm.hpp, which includes it after the tiles.
+// x86 bodies of the quantized GEMM of kernels/quant/gemm.hpp: the vector traits its
+// width-generic tiles run on (qv512: 16 lanes per vector, AVX-512 BW and VNNI; qv256: 8
+// lanes, two halves per group, AVX2), the AVX2 nibble decoders of the lane panels (one
+// 256-bit vector per 32-element block), the AVX-512 16 x w word transpose into the x16
+// order (two-source permutes), and the overloads that bind each arch to its traits. Part
+// of kernels/quant/gemm.hpp, which includes it after its forward declarations.
 #pragma once
 
 #include "tessera/config.hpp"
@@ -10,6 +12,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 #include <immintrin.h>
 
@@ -20,8 +23,6 @@
 TESSERA_BEGIN_NAMESPACE
 namespace kernels {
 namespace qdetail {
-
-namespace qg = ::tessera::quant;
 
 // ---- vector traits -------------------------------------------------------------------
 // Vector traits: 512-bit (16 blocks per vector) and 256-bit (8 blocks, two halves per group).
@@ -96,53 +97,97 @@ struct qv256 {
     static TESSERA_ALWAYS_INLINE vf pair(float a, float b, int h) { return _mm256_set1_ps(h ? b : a); }  // half h's
 };
 
+// ---- decoders ---------------------------------------------------------------------------
+template <class A>
+TESSERA_ALWAYS_INLINE __m256i nibbles32(const std::uint8_t* qs) {  // elements 0..31 as bytes 0..15
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs)), m = _mm_set1_epi8(15);
+    return _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_and_si128(v, m)), _mm_and_si128(_mm_srli_epi16(v, 4), m), 1);
+}
+template <class A>
+TESSERA_ALWAYS_INLINE __m256i fifth_bits32(const std::uint8_t* qh) {  // byte j = 16 if bit j of the u32 at qh is set
+    std::uint32_t h;
+    std::memcpy(&h, qh, 4);
+    const __m256i spread = _mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int>(h)),
+                                               _mm256_setr_epi64x(0, 0x0101010101010101, 0x0202020202020202, 0x0303030303030303));
+    const __m256i bit = _mm256_set1_epi64x(static_cast<long long>(0x8040201008040201ull));
+    return _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit), _mm256_set1_epi8(16));
+}
+template <class A>
+TESSERA_ALWAYS_INLINE void store32(std::uint8_t* u, __m256i v) {
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(u), v);
+}
+template <class A>
+TESSERA_ALWAYS_INLINE void split_nibbles(const std::uint8_t* qs, std::uint8_t* u, bool fifth, const std::uint8_t* qh,
+                                         simd::requires_arch<simd::avx2>) {
+    const __m256i v = nibbles32<A>(qs);
+    store32<A>(u, fifth ? _mm256_or_si256(v, fifth_bits32<A>(qh)) : v);
+}
+template <class A>
+TESSERA_ALWAYS_INLINE void lookup_nibbles(const std::uint8_t* qs, const std::int8_t* table, int bias, std::uint8_t* u,
+                                          simd::requires_arch<simd::avx2>) {
+    const __m128i t = _mm_loadu_si128(reinterpret_cast<const __m128i*>(table));
+    const __m256i v = _mm256_shuffle_epi8(_mm256_inserti128_si256(_mm256_castsi128_si256(t), t, 1), nibbles32<A>(qs));
+    store32<A>(u, _mm256_add_epi8(v, _mm256_set1_epi8(static_cast<char>(bias))));
+}
+
+// ---- the x16 transpose with two-source permutes ------------------------------------------
+template <class A, int W>
+TESSERA_ALWAYS_INLINE void lanes_to_x16(const std::uint8_t* in, std::byte* out, std::uint32_t flip,
+                                        simd::requires_arch<simd::avx512bw>) {
+    const __m512i fx = _mm512_set1_epi32(static_cast<int>(flip));
+    const auto ld = [&](int i) { return _mm512_loadu_si512(in + 64 * i); };
+    const auto st = [&](int t, __m512i v) { _mm512_storeu_si512(out + 64 * t, _mm512_xor_si512(v, fx)); };
+    if constexpr (W == 4) {  // vector i: lanes 4i..4i+3; pairs -> [t: 8 lanes | t+1: 8 lanes]
+        const __m512i i01 = _mm512_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28, 1, 5, 9, 13, 17, 21, 25, 29);
+        const __m512i i23 = _mm512_add_epi32(i01, _mm512_set1_epi32(2));
+        const __m512i a0 = ld(0), a1 = ld(1), a2 = ld(2), a3 = ld(3);
+        const __m512i p01 = _mm512_permutex2var_epi32(a0, i01, a1), q01 = _mm512_permutex2var_epi32(a2, i01, a3);
+        const __m512i p23 = _mm512_permutex2var_epi32(a0, i23, a1), q23 = _mm512_permutex2var_epi32(a2, i23, a3);
+        st(0, _mm512_shuffle_i64x2(p01, q01, 0x44));
+        st(1, _mm512_shuffle_i64x2(p01, q01, 0xEE));
+        st(2, _mm512_shuffle_i64x2(p23, q23, 0x44));
+        st(3, _mm512_shuffle_i64x2(p23, q23, 0xEE));
+    } else {  // vector i: lanes 2i, 2i+1; quads of lanes -> [t: 4 lanes] x 4, pairs of quads -> [t: 8 | t+1: 8]
+        const __m512i lo = _mm512_setr_epi32(0, 8, 16, 24, 1, 9, 17, 25, 2, 10, 18, 26, 3, 11, 19, 27);
+        const __m512i hi = _mm512_add_epi32(lo, _mm512_set1_epi32(4));
+        const __m512i c01 = _mm512_setr_epi64(0, 1, 8, 9, 2, 3, 10, 11), c23 = _mm512_setr_epi64(4, 5, 12, 13, 6, 7, 14, 15);
+        __m512i p[4][2];  // p[q][h]: lanes 4q..4q+3, words 4h..4h+3, [t][lane]
+        for (int q = 0; q < 4; ++q) {
+            const __m512i a = ld(2 * q), b = ld(2 * q + 1);
+            p[q][0] = _mm512_permutex2var_epi32(a, lo, b);
+            p[q][1] = _mm512_permutex2var_epi32(a, hi, b);
+        }
+        for (int h = 0; h < 2; ++h) {
+            const __m512i l01 = _mm512_permutex2var_epi64(p[0][h], c01, p[1][h]), l23 = _mm512_permutex2var_epi64(p[0][h], c23, p[1][h]);
+            const __m512i r01 = _mm512_permutex2var_epi64(p[2][h], c01, p[3][h]), r23 = _mm512_permutex2var_epi64(p[2][h], c23, p[3][h]);
+            st(4 * h + 0, _mm512_shuffle_i64x2(l01, r01, 0x44));
+            st(4 * h + 1, _mm512_shuffle_i64x2(l01, r01, 0xEE));
+            st(4 * h + 2, _mm512_shuffle_i64x2(l23, r23, 0x44));
+            st(4 * h + 3, _mm512_shuffle_i64x2(l23, r23, 0xEE));
+        }
+    }
+}
+
 // ---- each arch on its traits ------------------------------------------------------------
 template <class A, class B>
 void qgemm(std::int64_t k, std::int64_t m, std::int64_t n, const B* x, std::size_t xs, const std::byte* y, std::size_t ys,
            float* out, std::size_t ldo, std::byte* work, simd::requires_arch<simd::avx2>) {
     qgemm_wide<A, qv256<A>>(k, m, n, x, xs, y, ys, out, ldo, work);
 }
-
 template <class A, class B>
 void qgemm(std::int64_t k, std::int64_t m, std::int64_t n, const B* x, std::size_t xs, const std::byte* y, std::size_t ys,
            float* out, std::size_t ldo, std::byte* work, simd::requires_arch<simd::avx512bw>) {
     qgemm_wide<A, qv512<A>>(k, m, n, x, xs, y, ys, out, ldo, work);
 }
-
 template <class A, class B>
 void qgemm_r4(std::int64_t k, std::int64_t m, std::int64_t n, const std::byte* x, const std::byte* y, std::size_t ys,
               float* out, std::size_t ldo, simd::requires_arch<simd::avx2>) {
-    qgemm_rows4<A, qv256<A>, B>(k, m, n, x, y, ys, out, ldo);
+    qgemm_rows4_wide<A, qv256<A>, B>(k, m, n, x, y, ys, out, ldo);
 }
-
 template <class A, class B>
 void qgemm_r4(std::int64_t k, std::int64_t m, std::int64_t n, const std::byte* x, const std::byte* y, std::size_t ys,
               float* out, std::size_t ldo, simd::requires_arch<simd::avx512bw>) {
-    qgemm_rows4<A, qv512<A>, B>(k, m, n, x, y, ys, out, ldo);
-}
-
-template <class A>
-void qgemm_k4(std::int64_t k, std::int64_t m, std::int64_t n, const qg::block_q4_K* x, std::size_t xs, const std::byte* y,
-              std::size_t ys, float* out, std::size_t ldo, std::byte* work, simd::requires_arch<simd::avx2>) {
-    qgemm_k4_wide<A, qv256<A>>(k, m, n, x, xs, y, ys, out, ldo, work);
-}
-
-template <class A>
-void qgemm_k4(std::int64_t k, std::int64_t m, std::int64_t n, const qg::block_q4_K* x, std::size_t xs, const std::byte* y,
-              std::size_t ys, float* out, std::size_t ldo, std::byte* work, simd::requires_arch<simd::avx512bw>) {
-    qgemm_k4_wide<A, qv512<A>>(k, m, n, x, xs, y, ys, out, ldo, work);
-}
-
-template <class A>
-void qgemm_k4_r4(std::int64_t k, std::int64_t m, std::int64_t n, const std::byte* x, const std::byte* y, std::size_t ys,
-                 float* out, std::size_t ldo, simd::requires_arch<simd::avx2>) {
-    qgemm_k4_rows4<A, qv256<A>>(k, m, n, x, y, ys, out, ldo);
-}
-
-template <class A>
-void qgemm_k4_r4(std::int64_t k, std::int64_t m, std::int64_t n, const std::byte* x, const std::byte* y, std::size_t ys,
-                 float* out, std::size_t ldo, simd::requires_arch<simd::avx512bw>) {
-    qgemm_k4_rows4<A, qv512<A>>(k, m, n, x, y, ys, out, ldo);
+    qgemm_rows4_wide<A, qv512<A>, B>(k, m, n, x, y, ys, out, ldo);
 }
 
 }  // namespace qdetail
