@@ -784,15 +784,18 @@ TESSERA_ALWAYS_INLINE void qgemm_tile(std::int64_t ng, W w, const std::byte* y, 
             for (int s = 0; s < C::lane / 8; ++s) {
                 vi xa[RM], xb[RM];
                 for (int i = 0; i < RM; ++i) W::template pair<V, vnni>(wr[i], s, h, xa[i], xb[i]);
-                for (int j = 0; j < RN; ++j) {
-                    const std::byte* yj = yg + static_cast<std::size_t>(j) * ys + hs;
-                    const vi ya = V::load(yj + static_cast<std::size_t>(2 * s * 64));
-                    const vi yb = V::load(yj + static_cast<std::size_t>((2 * s + 1) * 64));
-                    for (int i = 0; i < RM; ++i) {
-                        if constexpr (sign_path)
-                            acc[i][j] = V::dpbusd(V::dpbusd(acc[i][j], V::abs8(xa[i]), V::sign8(ya, xa[i])), V::abs8(xb[i]), V::sign8(yb, xb[i]));
-                        else
-                            acc[i][j] = V::dpbusd(V::dpbusd(acc[i][j], xa[i], ya), xb[i], yb);
+                // chunk 2s for every output, then chunk 2s + 1: independent chains back to back
+#pragma GCC unroll 2
+                for (int p = 0; p < 2; ++p) {
+                    const vi* xv = p == 0 ? xa : xb;
+                    for (int j = 0; j < RN; ++j) {
+                        const vi yv = V::load(yg + static_cast<std::size_t>(j) * ys + static_cast<std::size_t>((2 * s + p) * 64) + hs);
+                        for (int i = 0; i < RM; ++i) {
+                            if constexpr (sign_path)
+                                acc[i][j] = V::dpbusd(acc[i][j], V::abs8(xv[i]), V::sign8(yv, xv[i]));
+                            else
+                                acc[i][j] = V::dpbusd(acc[i][j], xv[i], yv);
+                        }
                     }
                 }
             }
