@@ -427,6 +427,23 @@ inline void pack_scales_q3k(const int* l, std::uint8_t* s) noexcept {  // l[16] 
 
 }  // namespace detail
 
+// The dot of two f16 or bf16 rows: products in f32, accumulated in double (ggml's generic
+// f16 / bf16 dot). The float-row vec_dot_ref and the kernels' scalar vec_dot_f16 /
+// vec_dot_bf16 are this body; Tag as for the block types' unchecked bodies.
+template <class Tag = void>
+float vec_dot_unchecked(std::int64_t n, const f16* x, const f16* y) noexcept {
+    double s = 0;
+    for (std::int64_t i = 0; i < n; ++i) s += static_cast<double>(detail::widen<Tag>(x[i]) * detail::widen<Tag>(y[i]));
+    return static_cast<float>(s);
+}
+template <class Tag = void>
+float vec_dot_unchecked(std::int64_t n, const bf16* x, const bf16* y) noexcept {
+    const auto bf = [](bf16 v) { return std::bit_cast<float>(static_cast<std::uint32_t>(v.bits) << 16); };
+    double s = 0;
+    for (std::int64_t i = 0; i < n; ++i) s += static_cast<double>(bf(x[i]) * bf(y[i]));
+    return static_cast<float>(s);
+}
+
 // dequantize_row_ref and vec_dot_ref of every block type: the check of n, then the type's
 // unchecked body (dequantize_row_unchecked / vec_dot_unchecked in the type's header, found
 // by argument-dependent lookup). The message names the function and the type, e.g.

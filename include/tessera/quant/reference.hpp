@@ -42,22 +42,15 @@ TESSERA_BEGIN_NAMESPACE
 namespace quant {
 
 // ---- float rows: the dot products test-quantize-fns uses for f32/f16/bf16 ----------
-// Accumulated in double, as ggml's generic f16/bf16 dot.
+// Accumulated in double, as ggml's generic f16/bf16 dot (f16/bf16: ref_common.hpp's
+// vec_dot_unchecked, which the kernels' scalar bodies instantiate too).
 inline float vec_dot_ref(std::int64_t n, const float* x, const float* y) {
     double s = 0;
     for (std::int64_t i = 0; i < n; ++i) s += static_cast<double>(x[i]) * static_cast<double>(y[i]);
     return static_cast<float>(s);
 }
-inline float vec_dot_ref(std::int64_t n, const f16* x, const f16* y) {
-    double s = 0;
-    for (std::int64_t i = 0; i < n; ++i) s += static_cast<double>(x[i].to_float() * y[i].to_float());
-    return static_cast<float>(s);
-}
-inline float vec_dot_ref(std::int64_t n, const bf16* x, const bf16* y) {
-    double s = 0;
-    for (std::int64_t i = 0; i < n; ++i) s += static_cast<double>(x[i].to_float() * y[i].to_float());
-    return static_cast<float>(s);
-}
+inline float vec_dot_ref(std::int64_t n, const f16* x, const f16* y) { return vec_dot_unchecked(n, x, y); }
+inline float vec_dot_ref(std::int64_t n, const bf16* x, const bf16* y) { return vec_dot_unchecked(n, x, y); }
 
 namespace detail {
 

@@ -51,19 +51,15 @@ float vdot(std::int64_t n, const B* x, const P* y, simd::requires_arch<simd::sca
 }
 template <class A>
 float vdot_f16(std::int64_t n, const f16* x, const f16* y, simd::requires_arch<simd::scalar>) {
-    double s = 0.0;
-    for (std::int64_t i = 0; i < n; ++i) s += static_cast<double>(h2f<A>(x[i]) * h2f<A>(y[i]));
-    return static_cast<float>(s);
+    return q::vec_dot_unchecked<A>(n, x, y);
 }
 template <class A>
-TESSERA_ALWAYS_INLINE float bf2f(bf16 v) noexcept {
+TESSERA_ALWAYS_INLINE float bf2f(bf16 v) noexcept {  // for the wide bodies' tails
     return __builtin_bit_cast(float, static_cast<std::uint32_t>(v.bits) << 16);
 }
 template <class A>
 float vdot_bf16(std::int64_t n, const bf16* x, const bf16* y, simd::requires_arch<simd::scalar>) {
-    double s = 0.0;
-    for (std::int64_t i = 0; i < n; ++i) s += static_cast<double>(bf2f<A>(x[i]) * bf2f<A>(y[i]));
-    return static_cast<float>(s);
+    return q::vec_dot_unchecked<A>(n, x, y);
 }
 
 }  // namespace qdetail
