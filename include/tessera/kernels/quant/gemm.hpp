@@ -123,8 +123,6 @@ constexpr qgemm_act_layout qgemm_act(int lane) noexcept {
     const auto q = static_cast<std::size_t>(16 * lane);
     return {q, q + 64, q + 128, q + 192};
 }
-inline constexpr qgemm_act_layout qgemm_act32 = qgemm_act(32);
-inline constexpr std::size_t qgemm_act_group_bytes = qgemm_act32.bytes;  // 32-element lanes (q4_0, q8_0, q4_K)
 
 inline constexpr std::int64_t qgemm_groups(std::int64_t k, int lane = 32) noexcept {
     return (k / lane + qgemm_group - 1) / qgemm_group;
