@@ -12,16 +12,18 @@ usage: check_generate.py GENERATE [SHARED_DATA]
 """
 import json
 import os
+import shlex
 import subprocess
 import sys
 
-exe = sys.argv[1]
+# A cross build runs the program through the emulator meson names (MESON_EXE_WRAPPER).
+exe = shlex.split(os.environ.get("MESON_EXE_WRAPPER", "")) + [sys.argv[1]]
 data = sys.argv[2] if len(sys.argv) > 2 else ""
 failures = 0
 
 
 def run(args):
-    p = subprocess.run([exe] + args, capture_output=True, timeout=300)
+    p = subprocess.run(exe + args, capture_output=True, timeout=300)
     return p.returncode, p.stdout.decode("utf-8", "replace"), p.stderr.decode("utf-8", "replace")
 
 

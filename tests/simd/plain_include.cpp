@@ -1,5 +1,6 @@
-// Plain-include mode (no Meson arch units): compiled with -march=x86-64-v3, the
-// dispatcher offers exactly scalar, sse4_2 and avx2, and every one computes right.
+// Plain-include mode (no Meson arch units): compiled with -march=x86-64-v3 the
+// dispatcher offers exactly scalar, sse4_2 and avx2 (on AArch64, with
+// -march=armv8.2-a+dotprod: scalar, neon and dotprod), and every one computes right.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -12,12 +13,21 @@ using simd::arch_id;
 
 TEST_CASE("plain include: arches come from the compiler flags") {
     static_assert(!simd::multiarch_build());
+#if defined(TESSERA_AARCH64)
+    static_assert(simd::compiled_in(arch_id::scalar) && simd::compiled_in(arch_id::neon) &&
+                  simd::compiled_in(arch_id::dotprod));
+    static_assert(!simd::compiled_in(arch_id::i8mm) && !simd::compiled_in(arch_id::sve));
+    CHECK_THROWS_WITH_AS(simd::set_active_arch(arch_id::i8mm),
+                         doctest::Contains("arch is not compiled into this build (built: scalar, neon, dotprod)"),
+                         error);
+#else
     static_assert(simd::compiled_in(arch_id::scalar) && simd::compiled_in(arch_id::sse4_2) &&
                   simd::compiled_in(arch_id::avx2));
     static_assert(!simd::compiled_in(arch_id::avx512bw) && !simd::compiled_in(arch_id::avx512vnni));
     CHECK_THROWS_WITH_AS(simd::set_active_arch(arch_id::avx512bw),
                          doctest::Contains("arch is not compiled into this build (built: scalar, sse4_2, avx2)"),
                          error);
+#endif
 }
 
 TEST_CASE("plain include: each compiled arch matches a double reference") {

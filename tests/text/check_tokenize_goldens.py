@@ -10,6 +10,7 @@ import collections
 import concurrent.futures
 import json
 import os
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -19,7 +20,7 @@ def check_cli(exe, goldens):
     """Usage, error messages and exit codes, as llama.cpp's tokenize.cpp prints them."""
     model = "../vocab/ggml-vocab-llama-spm.gguf"
     def run(args, stdin=None):
-        return subprocess.run([exe] + args, cwd=goldens, input=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
+        return subprocess.run(exe + args, cwd=goldens, input=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
     fails = []
     def expect(args, rc, stdout=None, stderr=None, stdout_prefix=None, stderr_prefix=None, stdin=None):
         r = run(args, stdin)
@@ -68,7 +69,8 @@ def main():
     if not os.path.isdir(goldens):
         print("SKIPPED: shared data folder %s is absent" % data)
         return 77
-    exe = os.path.abspath(exe)
+    # A cross build runs the program through the emulator meson names (MESON_EXE_WRAPPER).
+    exe = shlex.split(os.environ.get("MESON_EXE_WRAPPER", "")) + [os.path.abspath(exe)]
     stats = collections.defaultdict(lambda: [0, 0])
     failures = []
     cases = []
@@ -82,13 +84,13 @@ def main():
         def run(item):
             idx, (name, lineno, case) = item
             if "argv" in case:
-                argv = [exe] + case["argv"][1:]
+                argv = exe + case["argv"][1:]
             else:
                 prompt_file = os.path.join(tmp, "prompt-%d.txt" % idx)
                 with open(prompt_file, "wb") as pf:
                     pf.write(case["prompt"].encode("utf-8"))
                 flags = [prompt_file if a == "<prompt file>" else a for a in case["flags"]]
-                argv = [exe, "-m", case["model_file"], "--log-disable"] + flags
+                argv = exe + ["-m", case["model_file"], "--log-disable"] + flags
             r = subprocess.run(argv, cwd=goldens, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
             return name, lineno, case, r
 

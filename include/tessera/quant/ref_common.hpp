@@ -44,11 +44,27 @@ void check_row(std::int64_t n, const char* what) {
                                        std::to_string(bs));
 }
 
+// v as a rounded float. The rounding helpers below take the product the caller computed
+// (x * iscale) and add to it or subtract from it; where the target has FMA (the base ISA
+// on AArch64; x86 from x86-64-v3), GCC's default -ffp-contract=fast would fuse that
+// multiply into the add, which sees the unrounded product and rounds ties differently
+// from the baseline x86 build and from ggml's outputs. The empty asm makes the rounded
+// value the only input; without fast FMA (baseline x86-64) there is nothing to fuse and
+// the code is as before.
+TESSERA_ALWAYS_INLINE float rounded(float v) noexcept {
+#if defined(__GNUC__) && defined(__FP_FAST_FMAF) && defined(__aarch64__)
+    __asm__("" : "+w"(v));
+#elif defined(__GNUC__) && defined(__FP_FAST_FMAF) && defined(__x86_64__)
+    __asm__("" : "+x"(v));
+#endif
+    return v;
+}
+
 // Round to nearest, ties to even, for |v| < 2^22 (what every caller passes): adding
 // 1.5 * 2^23 puts the integer into the low mantissa bits. Defined for any input
 // (NaN or huge values give some int, never undefined behaviour).
 TESSERA_ALWAYS_INLINE int nearest_int(float v) noexcept {
-    const float shifted = v + 12582912.0f;
+    const float shifted = rounded(v) + 12582912.0f;
     const auto bits = std::bit_cast<std::int32_t>(shifted);
     return (bits & 0x007fffff) - 0x00400000;
 }
@@ -75,6 +91,7 @@ TESSERA_ALWAYS_INLINE float max_keep_nan(float a, float b) noexcept { return a >
 // the fraction v - trunc(v) is exact, so comparing it with 0.5 is roundf exactly,
 // without a libm call; NaN and huge values take the general path.
 TESSERA_ALWAYS_INLINE std::int8_t round_away_i8(float v) noexcept {
+    v = rounded(v);
     if (!(std::fabs(v) < 8388608.0f)) return trunc_i8(std::round(v));
     const auto t = static_cast<std::int32_t>(v);
     const float frac = v - static_cast<float>(t);

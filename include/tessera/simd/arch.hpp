@@ -4,9 +4,10 @@
 // the extern declarations and the dispatch table of simd/dispatch.hpp, and the Meson
 // build's per-arch units (meson/archs.py reads the list, flags included).
 //
-// Tags inherit from the level below (avx512vnni -> avx512bw -> avx2 -> sse4_2 ->
-// xsimd_common -> scalar). A kernel written for a base tag serves every level above
-// it, and overload resolution on `requires_arch<Tag>` picks the most derived body.
+// Tags inherit from the level below (x86: avx512vnni -> avx512bw -> avx2 -> sse4_2 ->
+// xsimd_common -> scalar; ARM: sve -> i8mm -> dotprod -> neon -> xsimd_common). A kernel
+// written for a base tag serves every level above it, and overload resolution on
+// `requires_arch<Tag>` picks the most derived body.
 #pragma once
 
 #include <array>
@@ -21,16 +22,37 @@
 
 #include "tessera/config.hpp"
 
-// The wide arches, narrowest first, after the scalar reference:
+// The wide arches of each ISA family, narrowest first, after the scalar reference:
 //   X(C, name, base tag, xsimd arch, ISA family, "compiler flags of its unit")
-// C is passed through for the caller. The family picks the units Meson builds on a host
-// (x86: x86_64 hosts). Adding an arch = one line here, its tag's CPU check in
+// C is passed through for the caller. TESSERA_ARCH_LIST is the list of the family this
+// unit is compiled for (config.hpp's TESSERA_X86 / TESSERA_AARCH64), so the arch_id
+// values, tags and units of a build are those of its target; another CPU family gets
+// the scalar reference only. Adding an arch = one line here, its tag's CPU check in
 // cpu_features::supports, its TESSERA_PLAIN_<name> test below, and its kernel bodies.
-#define TESSERA_ARCH_LIST(X, C)                                                         \
+#define TESSERA_ARCH_LIST_x86(X, C)                                                     \
     X(C, sse4_2, xsimd_common, xsimd::sse4_2, x86, "-march=x86-64-v2")                  \
     X(C, avx2, sse4_2, xsimd::fma3<xsimd::avx2>, x86, "-march=x86-64-v3")               \
     X(C, avx512bw, avx2, xsimd::avx512bw, x86, "-march=x86-64-v4")                      \
     X(C, avx512vnni, avx512bw, xsimd::avx512bw, x86, "-march=x86-64-v4 -mavx512vnni")
+
+// AArch64: every level uses xsimd's neon64 batches for the float kernels (xsimd 8.1 has no
+// length-agnostic SVE target); the dot-product, matrix-multiply and SVE bodies are ACLE
+// intrinsics in kernels/arm/. Each level includes the one below it: i8mm also needs BF16
+// (both are Armv8.6 features, present together on every core that has either), sve
+// needs i8mm (Neoverse V1/V2, Graviton 3/4; an SVE core without I8MM runs dotprod).
+#define TESSERA_ARCH_LIST_arm(X, C)                                                     \
+    X(C, neon, xsimd_common, xsimd::neon64, arm, "-march=armv8-a")                      \
+    X(C, dotprod, neon, xsimd::neon64, arm, "-march=armv8.2-a+dotprod")                  \
+    X(C, i8mm, dotprod, xsimd::neon64, arm, "-march=armv8.2-a+dotprod+i8mm+bf16")        \
+    X(C, sve, i8mm, xsimd::neon64, arm, "-march=armv8.2-a+dotprod+i8mm+bf16+sve")
+
+#if defined(TESSERA_X86)
+#define TESSERA_ARCH_LIST(X, C) TESSERA_ARCH_LIST_x86(X, C)
+#elif defined(TESSERA_AARCH64)
+#define TESSERA_ARCH_LIST(X, C) TESSERA_ARCH_LIST_arm(X, C)
+#else
+#define TESSERA_ARCH_LIST(X, C)
+#endif
 
 // Plain-include mode: whether this unit's compiler flags enable an arch's kernels.
 #if defined(__SSE4_2__) && defined(__POPCNT__)
@@ -53,6 +75,26 @@
 #define TESSERA_PLAIN_avx512vnni 1
 #else
 #define TESSERA_PLAIN_avx512vnni 0
+#endif
+#if defined(__aarch64__) && defined(__ARM_NEON)
+#define TESSERA_PLAIN_neon 1
+#else
+#define TESSERA_PLAIN_neon 0
+#endif
+#if TESSERA_PLAIN_neon && defined(__ARM_FEATURE_DOTPROD)
+#define TESSERA_PLAIN_dotprod 1
+#else
+#define TESSERA_PLAIN_dotprod 0
+#endif
+#if TESSERA_PLAIN_dotprod && defined(__ARM_FEATURE_MATMUL_INT8) && defined(__ARM_FEATURE_BF16_VECTOR_ARITHMETIC)
+#define TESSERA_PLAIN_i8mm 1
+#else
+#define TESSERA_PLAIN_i8mm 0
+#endif
+#if TESSERA_PLAIN_i8mm && defined(__ARM_FEATURE_SVE)
+#define TESSERA_PLAIN_sve 1
+#else
+#define TESSERA_PLAIN_sve 0
 #endif
 
 TESSERA_BEGIN_NAMESPACE

@@ -1,4 +1,6 @@
-// What the CPU we run on can do, read once from cpuid/xgetbv.
+// What the CPU we run on can do, read once: cpuid/xgetbv on x86; on AArch64 the
+// kernel's hwcaps (getauxval(AT_HWCAP / AT_HWCAP2)) on Linux and Android, sysctlbyname's
+// hw.optional.* keys on macOS.
 #pragma once
 
 #include <cstdint>
@@ -9,6 +11,11 @@
 
 #if defined(TESSERA_X86)
 #include <cpuid.h>
+#elif defined(TESSERA_AARCH64) && defined(__linux__)
+#include <sys/auxv.h>
+#include <sys/prctl.h>
+#elif defined(TESSERA_AARCH64) && defined(__APPLE__)
+#include <sys/sysctl.h>
 #endif
 
 TESSERA_BEGIN_NAMESPACE
@@ -21,17 +28,28 @@ struct cpu_features {
     bool avx512vnni = false, avx512bf16 = false, avx512vbmi = false, avx_vnni = false;
     bool amx_int8 = false;
     bool os_avx = false, os_avx512 = false;  // the OS saves the YMM / ZMM state
+    // AArch64: Advanced SIMD, half-precision arithmetic, SDOT/UDOT, SMMLA/USMMLA, BFDOT/
+    // BFMMLA, SVE (and its vector length in bytes, 0 without SVE), SVE2.
+    bool asimd = false, asimd_hp = false, dotprod = false, i8mm = false, bf16 = false, sve = false, sve2 = false;
+    unsigned sve_bytes = 0;
 
     // Whether this CPU can run the kernels of an arch level.
     constexpr bool supports(arch_id a) const noexcept {
         switch (a) {
             case arch_id::scalar: return true;
+#if defined(TESSERA_X86)
             case arch_id::sse4_2: return sse4_2 && ssse3 && popcnt;
             case arch_id::avx2: return supports(arch_id::sse4_2) && os_avx && avx2 && fma && f16c && bmi2;
             case arch_id::avx512bw:
                 return supports(arch_id::avx2) && os_avx512 && avx512f && avx512bw && avx512cd && avx512dq &&
                        avx512vl;
             case arch_id::avx512vnni: return supports(arch_id::avx512bw) && avx512vnni;
+#elif defined(TESSERA_AARCH64)
+            case arch_id::neon: return asimd;
+            case arch_id::dotprod: return supports(arch_id::neon) && dotprod;
+            case arch_id::i8mm: return supports(arch_id::dotprod) && i8mm && bf16;
+            case arch_id::sve: return supports(arch_id::i8mm) && sve && sve_bytes >= 16;
+#endif
         }
         return false;
     }
@@ -58,6 +76,13 @@ struct cpu_features {
         add(avx512dq, "AVX512DQ"), add(avx512vl, "AVX512VL"), add(avx512vnni, "AVX512_VNNI");
         add(avx512bf16, "AVX512_BF16"), add(avx512vbmi, "AVX512_VBMI"), add(avx_vnni, "AVX_VNNI");
         add(amx_int8, "AMX_INT8");
+        add(asimd, "ASIMD"), add(asimd_hp, "ASIMDHP"), add(dotprod, "DOTPROD"), add(i8mm, "I8MM");
+        add(bf16, "BF16"), add(sve, "SVE"), add(sve2, "SVE2");
+        if (sve_bytes) {
+            s += '(';
+            s += std::to_string(sve_bytes * 8);
+            s += "-bit)";
+        }
         return s;
     }
 };
@@ -103,6 +128,36 @@ inline cpu_features read_cpu_features() noexcept {
         f.avx512bf16 = a & (1u << 5);
     }
     f.avx = f.avx && f.os_avx;
+#elif defined(TESSERA_AARCH64)
+    f.asimd = true;  // Advanced SIMD is part of every AArch64 CPU the ABI supports
+#if defined(__linux__)
+    // Bit numbers of the arm64 uapi <asm/hwcap.h>.
+    const unsigned long hw = getauxval(AT_HWCAP), hw2 = getauxval(AT_HWCAP2);
+    f.asimd = hw & (1ul << 1);
+    f.asimd_hp = hw & (1ul << 10);
+    f.dotprod = hw & (1ul << 20);
+    f.sve = hw & (1ul << 22);
+    f.sve2 = hw2 & (1ul << 1);
+    f.i8mm = hw2 & (1ul << 13);
+    f.bf16 = hw2 & (1ul << 14);
+#elif defined(__APPLE__)
+    auto key = [](const char* name) {
+        int v = 0;
+        std::size_t len = sizeof v;
+        return sysctlbyname(name, &v, &len, nullptr, 0) == 0 && v != 0;
+    };
+    f.asimd_hp = key("hw.optional.arm.FEAT_FP16");
+    f.dotprod = key("hw.optional.arm.FEAT_DotProd");
+    f.i8mm = key("hw.optional.arm.FEAT_I8MM");
+    f.bf16 = key("hw.optional.arm.FEAT_BF16");
+#endif
+#if defined(__linux__)
+    // The vector length this thread runs with (PR_SVE_GET_VL = 51: bytes in the low 16 bits).
+    if (f.sve) {
+        const int vl = prctl(51, 0, 0, 0, 0);
+        f.sve_bytes = vl > 0 ? static_cast<unsigned>(vl & 0xffff) : 0;
+    }
+#endif
 #endif
     return f;
 }

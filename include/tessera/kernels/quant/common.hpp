@@ -4,7 +4,9 @@
 // flags in a per-arch unit carries that arch in its symbol name (see
 // tests/simd/check_odr.py): f16 conversions, the 6-bit K-quant scale unpacking and the
 // lookup tables of iq4_nl and mxfp4. The x86 vector helpers (reductions, broadcasts,
-// VNNI dot products) and the F16C conversions are in kernels/x86/quant/common.hpp.
+// VNNI dot products) and the F16C conversions are in kernels/x86/quant/common.hpp, the
+// AArch64 ones (FCVT conversions, the 8-bit dot product per level) in
+// kernels/arm/quant/common.hpp.
 #pragma once
 
 #include <cstdint>
@@ -87,6 +89,7 @@ TESSERA_ALWAYS_INLINE f16 f2h(float v, simd::requires_arch<simd::scalar>) noexce
 TESSERA_END_NAMESPACE
 
 #include "tessera/kernels/x86/quant/common.hpp"
+#include "tessera/kernels/arm/quant/common.hpp"
 
 TESSERA_BEGIN_NAMESPACE
 namespace kernels {

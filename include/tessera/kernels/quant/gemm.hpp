@@ -42,8 +42,9 @@
 //
 // Paths: scalar (the definition: lane terms in row order, the codec decoding the blocks;
 // on repacked rows, the quad unpacked first), avx2 (256-bit, half a group per vector),
-// avx512bw and avx512vnni (512-bit). The x86 vector traits, decoders, transpose and arch
-// bindings are in kernels/x86/quant/gemm.hpp. Integer parts are exact on every arch; only
+// avx512bw and avx512vnni (512-bit), and on AArch64 every level at 128 bits (a quarter
+// group per vector; SDOT from dotprod on). The x86 vector traits, decoders, transpose and
+// arch bindings are in kernels/x86/quant/gemm.hpp, the ARM ones in kernels/arm/quant/gemm.hpp. Integer parts are exact on every arch; only
 // the order of the f32 sums of the lane terms differs.
 //
 // Kernels (k a multiple of the block size, validated by the caller):
@@ -256,6 +257,7 @@ void qgemm_rows4_wide(std::int64_t k, std::int64_t m, std::int64_t n, const std:
 TESSERA_END_NAMESPACE
 
 #include "tessera/kernels/x86/quant/gemm.hpp"
+#include "tessera/kernels/arm/quant/gemm.hpp"
 
 TESSERA_BEGIN_NAMESPACE
 namespace kernels {

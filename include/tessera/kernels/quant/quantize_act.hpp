@@ -47,6 +47,7 @@ void quantize_q8_K(const float* x, block_q8_K* y, std::int64_t n, simd::requires
 TESSERA_END_NAMESPACE
 
 #include "tessera/kernels/x86/quant/quantize_act.hpp"
+#include "tessera/kernels/arm/quant/quantize_act.hpp"
 
 TESSERA_BEGIN_NAMESPACE
 namespace kernels {

@@ -67,6 +67,7 @@ float vdot_bf16(std::int64_t n, const bf16* x, const bf16* y, simd::requires_arc
 TESSERA_END_NAMESPACE
 
 #include "tessera/kernels/x86/quant/vec_dot.hpp"
+#include "tessera/kernels/arm/quant/vec_dot.hpp"
 
 TESSERA_BEGIN_NAMESPACE
 namespace kernels {

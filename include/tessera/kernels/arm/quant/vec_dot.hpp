@@ -1,0 +1,337 @@
+// AArch64 bodies of the quantized dot products of kernels/quant/vec_dot.hpp:
+//   neon     q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl, q4_K, q6_K (the signed 16-byte dot
+//            by SMULL + SADALP), f16 rows (FCVTL + FMLA), bf16 rows (widened by a
+//            16-bit shift + FMLA);
+//   dotprod  the same bodies with SDOT (through qdetail::dot_s8);
+//   i8mm     bf16 rows through BFMLALB / BFMLALT (fused multiply-add of the widened
+//            values, IEEE like the shift + FMLA; BFDOT is not used: it rounds its pair
+//            sum in a way that is not the scalar definition's);
+//   sve      q8_0 / q4_0 with SVE's SDOT, length-agnostic: one 32-element block is
+//            ceil(32 / VL) predicated loads per operand (two at 128-bit, one from 256).
+// Every body makes each block's integer dot whole in i32 before it meets the block's
+// scale product, then adds the terms in f32 in its own order; the result is the scalar
+// body's within the f32 summation bound of tests/kernels. Part of kernels/quant/vec_dot.hpp, which includes
+// it after the scalar bodies.
+#pragma once
+
+#include "tessera/config.hpp"
+
+#if defined(TESSERA_AARCH64)
+
+#include <cstdint>
+#include <cstring>
+
+#include <arm_neon.h>
+#include <arm_sve.h>
+
+#include "tessera/core/f16.hpp"
+#include "tessera/kernels/quant/common.hpp"
+#include "tessera/quant/blocks.hpp"
+#include "tessera/simd/arch.hpp"
+
+TESSERA_BEGIN_NAMESPACE
+namespace kernels {
+namespace qdetail {
+
+namespace q = ::tessera::quant;
+
+// ---- Advanced SIMD and dotprod ------------------------------------------------------------
+// sum over blocks of d_i * S_i, S_i the integer dot of block i, which `block` returns as
+// four partial sums. Each S_i is made whole in i32 before it meets its scale (ADDP of
+// four blocks at once), so the result does not depend on how a level groups the
+// products into lanes (neon and dotprod give the same bits), and the only roundings are
+// those of S_i * d_i and of the f32 sum of the terms, as in the scalar definition.
+template <class A, class F>
+TESSERA_ALWAYS_INLINE float sum_blocks_neon(std::int64_t nb, F&& block) {
+    float32x4_t acc = vdupq_n_f32(0.0f);
+    std::int64_t i = 0;
+    for (; i + 3 < nb; i += 4) {
+        float d[4];
+        const int32x4_t p0 = block(i, d[0]), p1 = block(i + 1, d[1]), p2 = block(i + 2, d[2]), p3 = block(i + 3, d[3]);
+        const int32x4_t s = vpaddq_s32(vpaddq_s32(p0, p1), vpaddq_s32(p2, p3));  // S_i .. S_i+3
+        acc = vfmaq_f32(acc, vcvtq_f32_s32(s), vld1q_f32(d));
+    }
+    float sum = vaddvq_f32(acc);
+    for (; i < nb; ++i) {
+        float d;
+        const int32x4_t p = block(i, d);
+        sum += static_cast<float>(vaddvq_s32(p)) * d;
+    }
+    return sum;
+}
+
+template <class A>
+float vdot(std::int64_t n, const q::block_q8_0* x, const q::block_q8_0* y, simd::requires_arch<simd::neon>) {
+    return sum_blocks_neon<A>(n / q::qk8_0, [&](std::int64_t i, float& d) {
+        d = h2f<A>(x[i].d) * h2f<A>(y[i].d);
+        const int32x4_t p = dot_s8<A>(vdupq_n_s32(0), vld1q_s8(x[i].qs), vld1q_s8(y[i].qs));
+        return dot_s8<A>(p, vld1q_s8(x[i].qs + 16), vld1q_s8(y[i].qs + 16));
+    });
+}
+
+// q4_0: byte j holds elements j (low nibble) and j + 16 (high nibble), each biased by 8.
+template <class A>
+TESSERA_ALWAYS_INLINE void q4_0_unpack_neon(const std::uint8_t* qs, int8x16_t& lo, int8x16_t& hi) {
+    const uint8x16_t v = vld1q_u8(qs);
+    const int8x16_t bias = vdupq_n_s8(8);
+    lo = vsubq_s8(vreinterpretq_s8_u8(vandq_u8(v, vdupq_n_u8(0x0F))), bias);
+    hi = vsubq_s8(vreinterpretq_s8_u8(vshrq_n_u8(v, 4)), bias);
+}
+template <class A>
+float vdot(std::int64_t n, const q::block_q4_0* x, const q::block_q8_0* y, simd::requires_arch<simd::neon>) {
+    return sum_blocks_neon<A>(n / q::qk4_0, [&](std::int64_t i, float& d) {
+        d = h2f<A>(x[i].d) * h2f<A>(y[i].d);
+        int8x16_t lo, hi;
+        q4_0_unpack_neon<A>(x[i].qs, lo, hi);
+        const int32x4_t p = dot_s8<A>(vdupq_n_s32(0), lo, vld1q_s8(y[i].qs));
+        return dot_s8<A>(p, hi, vld1q_s8(y[i].qs + 16));
+    });
+}
+
+// The other 32-element types. Fifth bits (q5_0, q5_1): bit j of the little-endian u32 qh
+// belongs to element j; the bytes 0-1 of qh spread over 16 lanes and tested against
+// 1, 2, ..., 128 give 0x10 where the bit is set.
+template <class A>
+TESSERA_ALWAYS_INLINE void fifth_bits_neon(const std::uint8_t* qh, uint8x16_t& lo, uint8x16_t& hi) {
+    std::uint32_t h;
+    std::memcpy(&h, qh, 4);
+    const uint8x16_t v = vreinterpretq_u8_u32(vdupq_n_u32(h));
+    const uint8x16_t bit = vreinterpretq_u8_u64(vdupq_n_u64(0x8040201008040201ull));
+    const uint8x16_t sel01 = vcombine_u8(vdup_n_u8(0), vdup_n_u8(1)), sel23 = vcombine_u8(vdup_n_u8(2), vdup_n_u8(3));
+    const uint8x16_t sixteen = vdupq_n_u8(0x10);
+    lo = vandq_u8(vtstq_u8(vqtbl1q_u8(v, sel01), bit), sixteen);
+    hi = vandq_u8(vtstq_u8(vqtbl1q_u8(v, sel23), bit), sixteen);
+}
+// sum over blocks of d_i * S_i + m_i (the types with a min: q4_1, q5_1 against q8_1's s),
+// S_i whole in i32 as above.
+template <class A, class F>
+TESSERA_ALWAYS_INLINE float sum_blocks_min_neon(std::int64_t nb, F&& block) {
+    float mins = 0.0f;
+    const float sum = sum_blocks_neon<A>(nb, [&](std::int64_t i, float& d) {
+        float m;
+        const int32x4_t p = block(i, d, m);
+        mins += m;
+        return p;
+    });
+    return sum + mins;
+}
+template <class A>
+float vdot(std::int64_t n, const q::block_q4_1* x, const q::block_q8_1* y, simd::requires_arch<simd::neon>) {
+    return sum_blocks_min_neon<A>(n / q::qk4_1, [&](std::int64_t i, float& d, float& m) {
+        d = h2f<A>(x[i].d) * h2f<A>(y[i].d);
+        m = h2f<A>(x[i].m) * h2f<A>(y[i].s);
+        const uint8x16_t v = vld1q_u8(x[i].qs);
+        const int8x16_t lo = vreinterpretq_s8_u8(vandq_u8(v, vdupq_n_u8(0x0F))), hi = vreinterpretq_s8_u8(vshrq_n_u8(v, 4));
+        return dot_s8<A>(dot_s8<A>(vdupq_n_s32(0), lo, vld1q_s8(y[i].qs)), hi, vld1q_s8(y[i].qs + 16));
+    });
+}
+template <class A>
+float vdot(std::int64_t n, const q::block_q5_0* x, const q::block_q8_0* y, simd::requires_arch<simd::neon>) {
+    return sum_blocks_neon<A>(n / q::qk5_0, [&](std::int64_t i, float& d) {
+        d = h2f<A>(x[i].d) * h2f<A>(y[i].d);
+        uint8x16_t b0, b1;
+        fifth_bits_neon<A>(x[i].qh, b0, b1);
+        const uint8x16_t v = vld1q_u8(x[i].qs);
+        const int8x16_t bias = vdupq_n_s8(16);
+        const int8x16_t lo = vsubq_s8(vreinterpretq_s8_u8(vorrq_u8(vandq_u8(v, vdupq_n_u8(0x0F)), b0)), bias);
+        const int8x16_t hi = vsubq_s8(vreinterpretq_s8_u8(vorrq_u8(vshrq_n_u8(v, 4), b1)), bias);
+        return dot_s8<A>(dot_s8<A>(vdupq_n_s32(0), lo, vld1q_s8(y[i].qs)), hi, vld1q_s8(y[i].qs + 16));
+    });
+}
+template <class A>
+float vdot(std::int64_t n, const q::block_q5_1* x, const q::block_q8_1* y, simd::requires_arch<simd::neon>) {
+    return sum_blocks_min_neon<A>(n / q::qk5_1, [&](std::int64_t i, float& d, float& m) {
+        d = h2f<A>(x[i].d) * h2f<A>(y[i].d);
+        m = h2f<A>(x[i].m) * h2f<A>(y[i].s);
+        uint8x16_t b0, b1;
+        fifth_bits_neon<A>(x[i].qh, b0, b1);
+        const uint8x16_t v = vld1q_u8(x[i].qs);
+        const int8x16_t lo = vreinterpretq_s8_u8(vorrq_u8(vandq_u8(v, vdupq_n_u8(0x0F)), b0));
+        const int8x16_t hi = vreinterpretq_s8_u8(vorrq_u8(vshrq_n_u8(v, 4), b1));
+        return dot_s8<A>(dot_s8<A>(vdupq_n_s32(0), lo, vld1q_s8(y[i].qs)), hi, vld1q_s8(y[i].qs + 16));
+    });
+}
+// iq4_nl: each nibble indexes the 16 levels (TBL).
+template <class A>
+float vdot(std::int64_t n, const q::block_iq4_nl* x, const q::block_q8_0* y, simd::requires_arch<simd::neon>) {
+    const int8x16_t levels = vld1q_s8(q::kvalues_iq4nl);
+    return sum_blocks_neon<A>(n / 32, [&](std::int64_t i, float& d) {
+        d = h2f<A>(x[i].d) * h2f<A>(y[i].d);
+        const uint8x16_t v = vld1q_u8(x[i].qs);
+        const int8x16_t lo = vqtbl1q_s8(levels, vandq_u8(v, vdupq_n_u8(0x0F)));
+        const int8x16_t hi = vqtbl1q_s8(levels, vshrq_n_u8(v, 4));
+        return dot_s8<A>(dot_s8<A>(vdupq_n_s32(0), lo, vld1q_s8(y[i].qs)), hi, vld1q_s8(y[i].qs + 16));
+    });
+}
+
+// ---- K-quants (256-element super-blocks against q8_K) ----------------------------------------
+// q4_K: chunk c of 32 bytes holds sub-block 2c in its low nibbles and 2c + 1 in its high
+// ones; the mins meet the q8_K bsums (sums of 16), added in pairs.
+template <class A>
+float vdot(std::int64_t n, const q::block_q4_K* x, const q::block_q8_K* y, simd::requires_arch<simd::neon>) {
+    float sum = 0.0f;
+    for (std::int64_t b = 0; b < n / q::qk_k; ++b) {
+        std::uint8_t sc[8], mn[8];
+        for (int j = 0; j < 8; ++j) scale_min_k4<A>(j, x[b].scales, sc[j], mn[j]);
+        const int16x8_t bs = vpaddq_s16(vld1q_s16(y[b].bsums), vld1q_s16(y[b].bsums + 8));
+        const int16x8_t m16 = vreinterpretq_s16_u16(vmovl_u8(vld1_u8(mn)));
+        const int32_t msum = vaddvq_s32(vmlal_high_s16(vmull_s16(vget_low_s16(bs), vget_low_s16(m16)), bs, m16));
+        int32x4_t acc = vdupq_n_s32(0);
+        for (int c = 0; c < 4; ++c) {
+            const uint8x16_t q0 = vld1q_u8(x[b].qs + 32 * c), q1 = vld1q_u8(x[b].qs + 32 * c + 16);
+            const std::int8_t* yq = y[b].qs + 64 * c;
+            const uint8x16_t m4 = vdupq_n_u8(0x0F);
+            int32x4_t lo = dot_s8<A>(vdupq_n_s32(0), vreinterpretq_s8_u8(vandq_u8(q0, m4)), vld1q_s8(yq));
+            lo = dot_s8<A>(lo, vreinterpretq_s8_u8(vandq_u8(q1, m4)), vld1q_s8(yq + 16));
+            int32x4_t hi = dot_s8<A>(vdupq_n_s32(0), vreinterpretq_s8_u8(vshrq_n_u8(q0, 4)), vld1q_s8(yq + 32));
+            hi = dot_s8<A>(hi, vreinterpretq_s8_u8(vshrq_n_u8(q1, 4)), vld1q_s8(yq + 48));
+            acc = vmlaq_n_s32(acc, lo, sc[2 * c]);
+            acc = vmlaq_n_s32(acc, hi, sc[2 * c + 1]);
+        }
+        sum += h2f<A>(x[b].d) * y[b].d * static_cast<float>(vaddvq_s32(acc));
+        sum -= h2f<A>(x[b].dmin) * y[b].d * static_cast<float>(msum);
+    }
+    return sum;
+}
+// q6_K: per half of 128, ql bytes 0-31 give elements 0-31 (low nibbles) and 64-95 (high),
+// bytes 32-63 give 32-63 and 96-127; qh byte l gives the two top bits of l, l + 32,
+// l + 64, l + 96 (bits 0-1, 2-3, 4-5, 6-7); values are u - 32, one scale per 16.
+template <class A>
+float vdot(std::int64_t n, const q::block_q6_K* x, const q::block_q8_K* y, simd::requires_arch<simd::neon>) {
+    float sum = 0.0f;
+    const uint8x16_t m4 = vdupq_n_u8(0x0F), m2 = vdupq_n_u8(0x30);
+    const int8x16_t bias = vdupq_n_s8(32);
+    for (std::int64_t b = 0; b < n / q::qk_k; ++b) {
+        int32x4_t acc = vdupq_n_s32(0);
+        for (int h = 0; h < 2; ++h) {
+            const std::uint8_t* ql = x[b].ql + 64 * h;
+            const std::uint8_t* qh = x[b].qh + 32 * h;
+            const std::int8_t* yq = y[b].qs + 128 * h;
+            const std::int8_t* sc = x[b].scales + 8 * h;
+            for (int k = 0; k < 2; ++k) {  // l = 16k .. 16k + 15
+                const uint8x16_t a = vld1q_u8(ql + 16 * k), c = vld1q_u8(ql + 32 + 16 * k), hb = vld1q_u8(qh + 16 * k);
+                const int8x16_t v0 = vsubq_s8(vreinterpretq_s8_u8(vorrq_u8(vandq_u8(a, m4), vandq_u8(vshlq_n_u8(hb, 4), m2))), bias);
+                const int8x16_t v1 = vsubq_s8(vreinterpretq_s8_u8(vorrq_u8(vandq_u8(c, m4), vandq_u8(vshlq_n_u8(hb, 2), m2))), bias);
+                const int8x16_t v2 = vsubq_s8(vreinterpretq_s8_u8(vorrq_u8(vshrq_n_u8(a, 4), vandq_u8(hb, m2))), bias);
+                const int8x16_t v3 = vsubq_s8(vreinterpretq_s8_u8(vorrq_u8(vshrq_n_u8(c, 4), vandq_u8(vshrq_n_u8(hb, 2), m2))), bias);
+                const int32x4_t z = vdupq_n_s32(0);
+                acc = vmlaq_n_s32(acc, dot_s8<A>(z, v0, vld1q_s8(yq + 16 * k)), sc[k]);
+                acc = vmlaq_n_s32(acc, dot_s8<A>(z, v1, vld1q_s8(yq + 32 + 16 * k)), sc[2 + k]);
+                acc = vmlaq_n_s32(acc, dot_s8<A>(z, v2, vld1q_s8(yq + 64 + 16 * k)), sc[4 + k]);
+                acc = vmlaq_n_s32(acc, dot_s8<A>(z, v3, vld1q_s8(yq + 96 + 16 * k)), sc[6 + k]);
+            }
+        }
+        sum += h2f<A>(x[b].d) * y[b].d * static_cast<float>(vaddvq_s32(acc));
+    }
+    return sum;
+}
+
+// f16 rows: eight elements per step widened by FCVTL / FCVTL2, products exact in f32.
+template <class A>
+float vdot_f16(std::int64_t n, const f16* x, const f16* y, simd::requires_arch<simd::neon>) {
+    float32x4_t acc0 = vdupq_n_f32(0.0f), acc1 = vdupq_n_f32(0.0f);
+    std::int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const float16x8_t a = vreinterpretq_f16_u16(vld1q_u16(&x[i].bits));
+        const float16x8_t b = vreinterpretq_f16_u16(vld1q_u16(&y[i].bits));
+        acc0 = vfmaq_f32(acc0, vcvt_f32_f16(vget_low_f16(a)), vcvt_f32_f16(vget_low_f16(b)));
+        acc1 = vfmaq_f32(acc1, vcvt_high_f32_f16(a), vcvt_high_f32_f16(b));
+    }
+    float s = vaddvq_f32(vaddq_f32(acc0, acc1));
+    for (; i < n; ++i) s += h2f<A>(x[i]) * h2f<A>(y[i]);
+    return s;
+}
+
+// bf16 rows: a bf16 is the high half of its f32, so widening is a 16-bit shift.
+template <class A>
+float vdot_bf16(std::int64_t n, const bf16* x, const bf16* y, simd::requires_arch<simd::neon>) {
+    float32x4_t acc0 = vdupq_n_f32(0.0f), acc1 = vdupq_n_f32(0.0f);
+    std::int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const uint16x8_t a = vld1q_u16(&x[i].bits), b = vld1q_u16(&y[i].bits);
+        acc0 = vfmaq_f32(acc0, vreinterpretq_f32_u32(vshll_n_u16(vget_low_u16(a), 16)),
+                         vreinterpretq_f32_u32(vshll_n_u16(vget_low_u16(b), 16)));
+        acc1 = vfmaq_f32(acc1, vreinterpretq_f32_u32(vshll_high_n_u16(a, 16)),
+                         vreinterpretq_f32_u32(vshll_high_n_u16(b, 16)));
+    }
+    float s = vaddvq_f32(vaddq_f32(acc0, acc1));
+    for (; i < n; ++i) s += bf2f<A>(x[i]) * bf2f<A>(y[i]);
+    return s;
+}
+
+// ---- i8mm (with BF16) ----------------------------------------------------------------------
+template <class A>
+float vdot_bf16(std::int64_t n, const bf16* x, const bf16* y, simd::requires_arch<simd::i8mm>) {
+    float32x4_t even = vdupq_n_f32(0.0f), odd = vdupq_n_f32(0.0f);
+    std::int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const bfloat16x8_t a = vreinterpretq_bf16_u16(vld1q_u16(&x[i].bits));
+        const bfloat16x8_t b = vreinterpretq_bf16_u16(vld1q_u16(&y[i].bits));
+        even = vbfmlalbq_f32(even, a, b);  // lanes 0, 2, 4, 6
+        odd = vbfmlaltq_f32(odd, a, b);    // lanes 1, 3, 5, 7
+    }
+    float s = vaddvq_f32(vaddq_f32(even, odd));
+    for (; i < n; ++i) s += bf2f<A>(x[i]) * bf2f<A>(y[i]);
+    return s;
+}
+
+// ---- SVE (length-agnostic) -----------------------------------------------------------------
+// As sum_blocks_neon: each block's integer dot made whole (SADDV) before its scale.
+template <class A, class F>
+TESSERA_ALWAYS_INLINE float sum_blocks_sve(std::int64_t nb, F&& block) {
+    const svbool_t all = svptrue_b32();
+    float sum0 = 0.0f, sum1 = 0.0f;
+    std::int64_t i = 0;
+    for (; i + 1 < nb; i += 2) {
+        float d0, d1;
+        const svint32_t p0 = block(i, d0), p1 = block(i + 1, d1);
+        sum0 += static_cast<float>(svaddv_s32(all, p0)) * d0;
+        sum1 += static_cast<float>(svaddv_s32(all, p1)) * d1;
+    }
+    if (i < nb) {
+        float d0;
+        const svint32_t p0 = block(i, d0);
+        sum0 += static_cast<float>(svaddv_s32(all, p0)) * d0;
+    }
+    return sum0 + sum1;
+}
+
+template <class A>
+float vdot(std::int64_t n, const q::block_q8_0* x, const q::block_q8_0* y, simd::requires_arch<simd::sve>) {
+    int vl = static_cast<int>(svcntb());  // not const: GCC would try it as a constant expression
+    return sum_blocks_sve<A>(n / q::qk8_0, [&](std::int64_t i, float& d) {
+        d = h2f<A>(x[i].d) * h2f<A>(y[i].d);
+        svint32_t p = svdup_n_s32(0);
+        for (int off = 0; off < q::qk8_0; off += vl) {
+            const svbool_t pg = svwhilelt_b8_s32(off, q::qk8_0);  // inactive lanes load as 0
+            p = svdot_s32(p, svld1_s8(pg, x[i].qs + off), svld1_s8(pg, y[i].qs + off));
+        }
+        return p;
+    });
+}
+
+template <class A>
+float vdot(std::int64_t n, const q::block_q4_0* x, const q::block_q8_0* y, simd::requires_arch<simd::sve>) {
+    int vl = static_cast<int>(svcntb());  // not const: GCC would try it as a constant expression
+    return sum_blocks_sve<A>(n / q::qk4_0, [&](std::int64_t i, float& d) {
+        d = h2f<A>(x[i].d) * h2f<A>(y[i].d);
+        svint32_t p = svdup_n_s32(0);
+        // the 16 bytes hold elements off..off+vl-1 (low nibbles) and 16+off.. (high)
+        for (int off = 0; off < 16; off += vl) {
+            const svbool_t pg = svwhilelt_b8_s32(off, 16);
+            const svuint8_t v = svld1_u8(pg, x[i].qs + off);
+            // lanes outside pg hold -8 after the bias, but y loads 0 there
+            const svint8_t lo = svsub_n_s8_x(pg, svreinterpret_s8_u8(svand_n_u8_x(pg, v, 0x0F)), 8);
+            const svint8_t hi = svsub_n_s8_x(pg, svreinterpret_s8_u8(svlsr_n_u8_x(pg, v, 4)), 8);
+            p = svdot_s32(p, lo, svld1_s8(pg, y[i].qs + off));
+            p = svdot_s32(p, hi, svld1_s8(pg, y[i].qs + 16 + off));
+        }
+        return p;
+    });
+}
+
+}  // namespace qdetail
+}  // namespace kernels
+TESSERA_END_NAMESPACE
+
+#endif  // TESSERA_AARCH64
