@@ -98,7 +98,9 @@ TEST_CASE("CPU_REPACK: which tensors are repacked, and their sizes") {
     node* g = ctx.new_tensor(type_id::q4_K, {768, 8, 1, 1}, "g");    // 3 super-blocks: 2 records a row
     node* h = ctx.new_tensor(type_id::q4_K, {512, 6, 1, 1}, "h");    // 6 rows
     node* i = ctx.new_tensor(type_id::q4_K, {1024, 4, 2, 1}, "i");   // 2 matrices, whole records
-    CHECK(bt.alloc_size(*a) == 8 * 2 * 288);
+    // x86: rows4_x16 (records of 16 blocks, zero padded); AArch64 q4_0: an interleave of the plain size
+    const bool x16 = kernels::repack_layout_for(type_id::q4_0, 8, simd::active_arch()) == kernels::repack_layout::rows4_x16;
+    CHECK(bt.alloc_size(*a) == (x16 ? 8 * 2 * 288 : a->lay.nbytes()));
     CHECK(bt.alloc_size(*b) == b->lay.nbytes());
     CHECK(bt.alloc_size(*c) == c->lay.nbytes());
     CHECK(bt.alloc_size(*d) == d->lay.nbytes());
@@ -164,7 +166,7 @@ TEST_CASE("CPU_REPACK: reads give the original bytes back (whole, partial, memse
         CHECK(read_all(*w) == plain);
         buf.clear(0x3c);
         CHECK(read_all(*w) == std::vector<std::byte>(nb, std::byte{0x3c}));
-        if (tc.t == type_id::q4_0 && tc.k == 768) {
+        if (tc.t == type_id::q4_0 && tc.k == 768 && backend::repacked_layout(*w) == kernels::repack_layout::rows4_x16) {
             // lane 8 of the second group of the first row is padding (24 blocks): still zero
             const std::byte* pad = w->bytes() + (1 * 4 + 0) * 288 + 8 * 4;
             CHECK(pad[0] == std::byte{0});
@@ -193,7 +195,7 @@ TEST_CASE("CPU_REPACK: mul_mat on repacked weights equals the definition, every 
         std::int64_t k, m;
     };
     const simd::arch_id saved = simd::active_arch();
-    for (const tcase tc : {tcase{type_id::q4_0, 768, 68}, tcase{type_id::q8_0, 512, 8}, tcase{type_id::q4_0, 64, 4},
+    for (const tcase tc : {tcase{type_id::q4_0, 768, 68}, tcase{type_id::q8_0, 512, 8}, tcase{type_id::q4_0, 64, 4}, tcase{type_id::q4_0, 320, 72},
                            tcase{type_id::q8_0, 1056, 132}, tcase{type_id::q4_K, 768, 68}, tcase{type_id::q4_K, 256, 4},
                            tcase{type_id::q4_K, 1024, 12}}) {
         for (std::int64_t n : {1, 2, 5, 16}) {
@@ -246,6 +248,53 @@ TEST_CASE("CPU_REPACK: mul_mat on repacked weights equals the definition, every 
             simd::set_active_arch(saved);
         }
     }
+}
+
+TEST_CASE("CPU_REPACK: the layout is the one of the arch active at placement, and every arch reads every layout") {
+    const simd::arch_id saved = simd::active_arch();
+    const std::int64_t k = 256, m = 24, n = 5;
+    const auto wq = quantized(type_id::q4_0, k, m, 31);
+    const auto xf = normal_floats(static_cast<std::size_t>(k * n), 32);
+    std::vector<double> want, mag;
+    definition(type_id::q4_0, k, m, n, wq, xf, want, mag);
+    for (simd::arch_id place : simd::available_archs()) {
+        CAPTURE(simd::name_of(place));
+        simd::set_active_arch(place);
+        graph::context ctx({true});
+        any_tensor w = graph::new_tensor(ctx, type_id::q4_0, {k, m, 1, 1}, "w");
+        any_tensor wp = graph::new_tensor(ctx, type_id::q4_0, {k, m, 1, 1}, "w_plain");
+        any_tensor x = graph::new_tensor(ctx, type_id::f32, {k, n, 1, 1}, "x");
+        any_tensor y = graph::mul_mat(w, x).set_name("y");
+        any_tensor yp = graph::mul_mat(wp, x).set_name("y_plain");
+        graph::cgraph g;
+        g.build_forward_expand(y);
+        g.build_forward_expand(yp);
+        std::vector<node*> weights{w.get()}, rest{wp.get(), x.get()};
+        for (node* nd : g.nodes()) rest.push_back(nd);
+        any_buffer wb = alloc_tensors(weights, repack_buffer_type(), buffer_usage::weights);
+        any_buffer cb = alloc_tensors(rest, cpu_buffer_type());
+        REQUIRE(backend::is_repacked(*w.get()));
+        CHECK(backend::repacked_layout(*w.get()) == kernels::repack_layout_for(type_id::q4_0, m, place));
+        tensor_set(*w.get(), wq.data(), 0, wq.size());
+        tensor_set(*wp.get(), wq.data(), 0, wq.size());
+        tensor_set(*x.get(), xf.data(), 0, xf.size() * 4);
+        CHECK(read_all(*w.get()) == wq);
+        for (simd::arch_id a : simd::available_archs()) {
+            CAPTURE(simd::name_of(a));
+            simd::set_active_arch(a);
+            cpu_backend be(1);
+            be.graph_compute(g);
+            std::vector<float> got(static_cast<std::size_t>(m * n)), plain(got.size());
+            tensor_get(*y.get(), got.data(), 0, got.size() * 4);
+            tensor_get(*yp.get(), plain.data(), 0, plain.size() * 4);
+            int bad = 0;
+            for (std::size_t i = 0; i < got.size(); ++i)
+                if (!(std::fabs(got[i] - want[i]) <= 4.0 * static_cast<double>(k / 32 + 16) * 0x1p-24 * mag[i])) ++bad;
+            CHECK(bad == 0);
+            CHECK(got == plain);  // n >= 4: the plain rows run the same tiles
+        }
+    }
+    simd::set_active_arch(saved);
 }
 
 namespace {

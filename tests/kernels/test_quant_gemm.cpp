@@ -10,6 +10,8 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "tessera/kernels/quant/gemm.hpp"
@@ -22,6 +24,9 @@
 using namespace tessera;
 
 namespace {
+
+constexpr kernels::repack_layout all_layouts[] = {kernels::repack_layout::rows4_x16, kernels::repack_layout::rows4_b4,
+                                                  kernels::repack_layout::rows4_b8, kernels::repack_layout::rows8_b8};
 
 template <class B>
 int weight_q(const B& b, int e) {
@@ -44,20 +49,22 @@ void check_gemm() {
             std::vector<std::byte> x(xs * static_cast<std::size_t>(m));
             for (std::int64_t r = 0; r < m; ++r)
                 quant::quantize(quant::block_traits<B>::id, wf.data() + r * k, x.data() + static_cast<std::size_t>(r) * xs, 1, k);
-            // the same rows repacked (kernels/quant/repack.hpp) when m is a multiple of 4
+            // the same rows repacked (kernels/quant/repack.hpp) in every layout that takes them
             constexpr type_id tid = quant::block_traits<B>::id;
-            const bool r4 = kernels::can_repack(tid, k, m);
-            std::vector<std::byte> packed;
-            if (r4) {
+            std::vector<std::pair<kernels::repack_layout, std::vector<std::byte>>> packs;
+            for (kernels::repack_layout lay : all_layouts) {
+                if (!kernels::can_repack(tid, k, m, lay)) continue;
+                CAPTURE(kernels::repack_layout_name(lay));
                 const std::size_t rb = static_cast<std::size_t>(row_size(tid, k));
                 std::vector<std::byte> plain(rb * static_cast<std::size_t>(m)), back(plain.size());
                 for (std::int64_t r = 0; r < m; ++r)
                     std::memcpy(plain.data() + static_cast<std::size_t>(r) * rb, x.data() + static_cast<std::size_t>(r) * xs, rb);
-                packed.resize(kernels::repacked_bytes(tid, k, m));
-                kernels::repack_matrix(tid, k, m, plain.data(), packed.data());
-                kernels::unpack_matrix(tid, k, m, packed.data(), back.data());
+                std::vector<std::byte> packed(kernels::repacked_bytes(tid, k, m, lay));
+                kernels::repack_matrix(tid, k, m, plain.data(), packed.data(), lay);
+                kernels::unpack_matrix(tid, k, m, packed.data(), back.data(), lay);
                 CHECK(back == plain);  // the repack is a permutation of the bytes
-                if (nb % 16 == 0) CHECK(packed.size() == plain.size());
+                if (nb % 16 == 0 || lay != kernels::repack_layout::rows4_x16) CHECK(packed.size() == plain.size());
+                packs.emplace_back(lay, std::move(packed));
             }
             for (std::int64_t n : {1, 2, 3, 4, 5, 8, 11}) {
                 std::vector<float> yf(static_cast<std::size_t>(n * k));
@@ -106,9 +113,10 @@ void check_gemm() {
                             if (out[static_cast<std::size_t>(c) * ldo + r] != -7.0f) ++bad;
                     }
                     CHECK(bad == 0);
-                    if (r4) {  // same tiles, same bytes: bit-equal to the plain-layout kernel
+                    for (const auto& [lay, packed] : packs) {  // same tiles, same sums: bit-equal to the plain-layout kernel
+                        CAPTURE(kernels::repack_layout_name(lay));
                         std::vector<float> out4(out.size(), -7.0f);
-                        simd::kernel_for<K4>(arch)(k, m, n, packed.data(), yp.data(), ys, out4.data(), ldo);
+                        simd::kernel_for<K4>(arch)(k, m, n, packed.data(), lay, yp.data(), ys, out4.data(), ldo);
                         CHECK(std::memcmp(out4.data(), out.data(), out.size() * sizeof(float)) == 0);
                     }
                 }
@@ -234,7 +242,8 @@ TEST_CASE("quantized GEMM q4_K x q8_K: every arch equals the definition and the 
                     CHECK(bad_gemv == 0);
                     if (r4) {  // same tiles, same integer and f32 operations: bit-equal to the plain-layout kernel
                         std::vector<float> out4(out.size(), -7.0f);
-                        simd::kernel_for<kernels::gemm_q4_K_rows4>(arch)(k, m, n, packed.data(), yp.data(), ys, out4.data(), ldo);
+                        simd::kernel_for<kernels::gemm_q4_K_rows4>(arch)(k, m, n, packed.data(), kernels::repack_layout::rows4_x16, yp.data(), ys,
+                                                                      out4.data(), ldo);
                         CHECK(std::memcmp(out4.data(), out.data(), out.size() * sizeof(float)) == 0);
                     }
                 }
@@ -279,6 +288,61 @@ TEST_CASE("q4_K repack: byte layout of a record, padding, and the 6-bit scale re
     std::vector<unsigned char> back(plain.size());
     kernels::unpack_matrix(tid, k, m, packed.data(), back.data());
     CHECK(back == plain);
+}
+
+TEST_CASE("ARM q4_0 repack layouts: byte positions, which layout each arch gets, sizes") {
+    constexpr type_id tid = type_id::q4_0;
+    using L = kernels::repack_layout;
+    CHECK_FALSE(kernels::can_repack(tid, 64, 4, L::rows8_b8));  // 8-row groups
+    CHECK(kernels::can_repack(tid, 64, 8, L::rows8_b8));
+    CHECK_FALSE(kernels::can_repack(type_id::q8_0, 64, 8, L::rows4_b4));  // q4_0 only
+    CHECK_FALSE(kernels::can_repack(type_id::q4_K, 256, 8, L::rows8_b8));
+    // 3 blocks per row, 16 rows, bytes at random: every quant byte and scale where the
+    // header of kernels/quant/repack.hpp puts it
+    const std::int64_t k = 96, m = 16, nb = 3;
+    std::mt19937 rng(4);
+    std::uniform_int_distribution<int> byte(0, 255);
+    std::vector<unsigned char> plain(static_cast<std::size_t>(row_size(tid, k) * m));
+    for (auto& b : plain) b = static_cast<unsigned char>(byte(rng));
+    for (L lay : {L::rows4_b4, L::rows4_b8, L::rows8_b8}) {
+        CAPTURE(kernels::repack_layout_name(lay));
+        const int R = lay == L::rows8_b8 ? 8 : 4, I = lay == L::rows4_b4 ? 4 : 8;
+        CHECK(kernels::repack_group_rows(lay) == R);
+        std::vector<unsigned char> packed(kernels::repacked_bytes(tid, k, m, lay), 0xEE);
+        REQUIRE(packed.size() == plain.size());  // no padding
+        kernels::repack_matrix(tid, k, m, plain.data(), packed.data(), lay);
+        int bad = 0;
+        for (int r = 0; r < m; ++r)
+            for (int b = 0; b < nb; ++b) {
+                const unsigned char* blk = plain.data() + (r * nb + b) * 18;
+                const unsigned char* rec = packed.data() + (r / R) * R * nb * 18 + b * 18 * R;
+                const int i = r % R;
+                if (rec[2 * i] != blk[0] || rec[2 * i + 1] != blk[1]) ++bad;
+                for (int q = 0; q < 16; ++q)
+                    if (rec[2 * R + ((q / I) * R + i) * I + q % I] != blk[2 + q]) ++bad;
+            }
+        CHECK(bad == 0);
+        std::vector<unsigned char> back(plain.size());
+        kernels::unpack_matrix(tid, k, m, packed.data(), back.data(), lay);
+        CHECK(back == plain);
+    }
+    // CPU_REPACK's choice per arch (docs/kernels.md): x86 and every other type rows4_x16;
+    // on AArch64 q4_0 by the GEMM's interleave
+    for (simd::arch_id a : simd::available_archs()) {
+        CAPTURE(simd::name_of(a));
+        CHECK(kernels::repack_layout_for(type_id::q8_0, 8, a) == L::rows4_x16);
+        CHECK(kernels::repack_layout_for(type_id::q4_K, 8, a) == L::rows4_x16);
+        const std::string_view nm = simd::name_of(a);
+        const L want8 = nm == "sve" ? L::rows8_b8 : nm == "i8mm" ? L::rows4_b8 : L::rows4_b4;
+        const L want4 = nm == "sve" || nm == "i8mm" ? L::rows4_b8 : L::rows4_b4;
+#if defined(TESSERA_AARCH64)
+        CHECK(kernels::repack_layout_for(tid, 16, a) == want8);
+        CHECK(kernels::repack_layout_for(tid, 12, a) == want4);
+#else
+        (void)want8, (void)want4;
+        CHECK(kernels::repack_layout_for(tid, 16, a) == L::rows4_x16);
+#endif
+    }
 }
 
 // ---- the lane codecs of the other block types (kernels/quant/gemm.hpp) -------------------

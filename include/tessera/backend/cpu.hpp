@@ -405,7 +405,7 @@ struct repack_buffer_type_model {
     std::size_t alignment() const noexcept { return repack_alignment; }
     std::size_t max_size() const noexcept { return static_cast<std::size_t>(PTRDIFF_MAX); }
     std::size_t alloc_size(const node& x) const {
-        return repackable(x) ? kernels::repacked_bytes(x.lay.type, x.lay.ne[0], x.lay.nrows()) : x.lay.nbytes();
+        return repack_alloc_size(x);
     }
     bool is_host() const noexcept { return false; }
     any_device device() const { return repack_device(); }

@@ -866,7 +866,7 @@ void mul_mat_quant_typed(const node& d, const exec_params& p) {
     const std::int64_t chunks = (M + mul_mat_chunk - 1) / mul_mat_chunk;
     const auto [c0, c1] = p.split(chunks * B2 * B3);
     if constexpr (gemm_type) {
-        if (packed) {  // repacked weights (rows4_x16) are read in place, plain ones decoded per 16-row panel
+        if (packed) {  // repacked weights (any layout) are read in place, plain ones decoded per 16-row panel
             const auto gemm = simd::kernel_for<kernels::quant_kernels<B>::template gemm>(k.arch);
             std::byte* work = p.scratch + detail::align_up(static_cast<std::size_t>(K + 16) * 4);
             const std::size_t ldo = d.lay.nb[1] / 4;
@@ -878,10 +878,13 @@ void mul_mat_quant_typed(const node& d, const exec_params& p) {
                 float* o = reinterpret_cast<float*>(row_ptr(d, 0, i2, i3)) + m0;
                 if constexpr (kernels::has_qgemm_rows4<B>) {
                     if (repacked) {
-                        const std::size_t slice = kernels::repacked_bytes(a.lay.type, K, M), quad = kernels::repack_quad_bytes(a.lay.type, K);
+                        const kernels::repack_layout lay = repacked_layout(a);
+                        const std::size_t slice = kernels::repacked_bytes(a.lay.type, K, M, lay),
+                                          group = kernels::repack_quad_bytes(a.lay.type, K, lay);
                         const auto sl = static_cast<std::size_t>((i3 / r3) * a.lay.ne[2] + i2 / r2);
                         simd::kernel_for<kernels::quant_kernels<B>::template gemm_rows4>(k.arch)(
-                            K, ml, N, a.bytes() + sl * slice + static_cast<std::size_t>(m0 / 4) * quad, y, prow, o, ldo);
+                            K, ml, N, a.bytes() + sl * slice + static_cast<std::size_t>(m0 / kernels::repack_group_rows(lay)) * group,
+                            lay, y, prow, o, ldo);
                         continue;
                     }
                 }

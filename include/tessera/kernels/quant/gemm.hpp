@@ -125,6 +125,17 @@ constexpr qgemm_act_layout qgemm_act(int lane) noexcept {
     return {q, q + 64, q + 128, q + 192};
 }
 
+// On AArch64 the q4_0 activations keep each lane's quants whole instead (byte l * 32 + e
+// holds element e of lane l): the ARM q4_0 GEMM (kernels/arm/quant/gemm.hpp) reads 16
+// consecutive elements of a block per load. The other fields are where they are above.
+constexpr bool qgemm_act_lane_major(type_id t) noexcept {
+#if defined(TESSERA_AARCH64)
+    return t == type_id::q4_0;
+#else
+    return (void)t, false;
+#endif
+}
+
 inline constexpr std::int64_t qgemm_groups(std::int64_t k, int lane = 32) noexcept {
     return (k / lane + qgemm_group - 1) / qgemm_group;
 }
@@ -169,7 +180,10 @@ void qgemm_pack_act(std::int64_t k, const typename quant::block_traits<B>::dot_p
         int s = 0;
         for (int p = 0; p < lane; ++p) {
             const std::int8_t v = q[k4 ? qgemm_k4_elem(l, p / 4, p % 4) : p];
-            std::memcpy(g + (p / 4) * 64 + l * 4 + p % 4, &v, 1);
+            if constexpr (qgemm_act_lane_major(quant::block_traits<B>::id))
+                std::memcpy(g + l * lane + p, &v, 1);
+            else
+                std::memcpy(g + (p / 4) * 64 + l * 4 + p % 4, &v, 1);
             s += v;
         }
         float dy, bs;
@@ -251,6 +265,9 @@ void qgemm_wide(std::int64_t k, std::int64_t m, std::int64_t n, const B* x, std:
 template <class A, class V, class B>
 void qgemm_rows4_wide(std::int64_t k, std::int64_t m, std::int64_t n, const std::byte* x, const std::byte* y, std::size_t ys,
                       float* out, std::size_t ldo);
+template <class A, class B>
+void qgemm_r4_unpacked(std::int64_t k, std::int64_t m, std::int64_t n, const std::byte* x, repack_layout lay,
+                       const std::byte* y, std::size_t ys, float* out, std::size_t ldo);
 
 }  // namespace qdetail
 }  // namespace kernels
@@ -499,6 +516,8 @@ struct lane_codec<qg::block_q4_K> {  // 8 lanes of 32: nibbles, 6-bit scales and
 // The byte of a packed activation group that holds element e of lane l.
 template <class C>
 constexpr std::size_t act_byte(int l, int e) noexcept {
+    if constexpr (std::is_same_v<C, lane_codec<qg::block_q4_0>> && qgemm_act_lane_major(type_id::q4_0))
+        return static_cast<std::size_t>(l * C::lane + e);
     int t = e / 4;
     if constexpr (requires { C::k4_order; }) t = 2 * (e / 8) + (((e / 4) % 2) ^ (l % 2));
     return static_cast<std::size_t>(t * 64 + l * 4 + e % 4);
@@ -918,23 +937,33 @@ void qgemm(std::int64_t k, std::int64_t m, std::int64_t n, const B* x, std::size
         }
     }
 }
-// Repacked rows: each quad unpacked to its plain rows (repack.hpp's walk of the records),
-// then the definition above, so the two layouts give the same bits.
+// Repacked rows in any layout: each group of rows unpacked to its plain rows (repack.hpp's
+// walk), then the arch's plain-row GEMM, which gives the bits the repacked tiles give. The
+// scalar path, and an arch reading a layout it has no tiles for.
 template <class A, class B>
-void qgemm_r4(std::int64_t k, std::int64_t m, std::int64_t n, const std::byte* x, const std::byte* y, std::size_t ys,
-              float* out, std::size_t ldo, simd::requires_arch<simd::scalar>) {
+void qgemm_r4_unpacked(std::int64_t k, std::int64_t m, std::int64_t n, const std::byte* x, repack_layout lay,
+                       const std::byte* y, std::size_t ys, float* out, std::size_t ldo) {
     constexpr type_id t = quant::block_traits<B>::id;
+    const std::int64_t R = repack_group_rows(lay);
     const std::size_t rb = static_cast<std::size_t>(k / static_cast<std::int64_t>(quant::block_traits<B>::block_size)) * sizeof(B);
-    const std::size_t quad = repack_quad_bytes(t, k);
-    std::vector<B> rows(4 * rb / sizeof(B));
+    const std::size_t group = repack_quad_bytes(t, k, lay);
+    std::vector<B> rows(static_cast<std::size_t>(R) * rb / sizeof(B));
+    std::vector<std::byte> work;
+    if constexpr (!std::is_same_v<A, simd::scalar>) work.resize(qgemm_work_bytes(t, k) + 64);
+    std::byte* w = work.empty() ? nullptr : work.data() + (64 - reinterpret_cast<std::uintptr_t>(work.data()) % 64) % 64;
     auto* plain = reinterpret_cast<unsigned char*>(rows.data());
-    for (std::int64_t q = 0; q < m / 4; ++q) {
-        const auto* in = reinterpret_cast<const unsigned char*>(x + static_cast<std::size_t>(q) * quad);
+    for (std::int64_t q = 0; q < m / R; ++q) {
+        const auto* in = reinterpret_cast<const unsigned char*>(x + static_cast<std::size_t>(q) * group);
         repack_detail::for_each_run(
-            t, k, 4, [&](std::size_t p, std::size_t r, std::size_t len) { std::memcpy(plain + p, in + r, len); },
+            t, lay, k, R, [&](std::size_t p, std::size_t r, std::size_t len) { std::memcpy(plain + p, in + r, len); },
             [&](std::size_t p, std::size_t r) { repack_detail::k4_pack_scales(in + r, in + r + 16, plain + p); });
-        qgemm<A>(k, 4, n, rows.data(), rb, y, ys, out + 4 * q, ldo, nullptr, A{});
+        qgemm<A>(k, R, n, rows.data(), rb, y, ys, out + R * q, ldo, w, A{});
     }
+}
+template <class A, class B>
+void qgemm_r4(std::int64_t k, std::int64_t m, std::int64_t n, const std::byte* x, repack_layout lay, const std::byte* y,
+              std::size_t ys, float* out, std::size_t ldo, simd::requires_arch<simd::scalar>) {
+    qgemm_r4_unpacked<A, B>(k, m, n, x, lay, y, ys, out, ldo);
 }
 
 }  // namespace qdetail
@@ -955,17 +984,18 @@ void qgemm_r4(std::int64_t k, std::int64_t m, std::int64_t n, const std::byte* x
     }                                                                                                        \
     TESSERA_KERNEL(gemm_##T)
 
-// gemm_<T>_rows4: the same on repacked weights.
+// gemm_<T>_rows4: the same on repacked weights, stored in layout lay.
 #define TESSERA_QGEMM_R4_KERNEL_(T)                                                                            \
     template <class A>                                                                                         \
     struct gemm_##T##_rows4 {                                                                                  \
-        void operator()(std::int64_t k, std::int64_t m, std::int64_t n, const std::byte* x, const std::byte* y, \
-                        std::size_t y_stride, float* out, std::size_t ldo) const;                              \
+        void operator()(std::int64_t k, std::int64_t m, std::int64_t n, const std::byte* x, repack_layout lay,  \
+                        const std::byte* y, std::size_t y_stride, float* out, std::size_t ldo) const;          \
     };                                                                                                         \
     template <class A>                                                                                         \
     void gemm_##T##_rows4<A>::operator()(std::int64_t k, std::int64_t m, std::int64_t n, const std::byte* x,   \
-                                         const std::byte* y, std::size_t y_stride, float* out, std::size_t ldo) const { \
-        qdetail::qgemm_r4<A, quant::block_##T>(k, m, n, x, y, y_stride, out, ldo, A{});                         \
+                                         repack_layout lay, const std::byte* y, std::size_t y_stride, float* out, \
+                                         std::size_t ldo) const {                                              \
+        qdetail::qgemm_r4<A, quant::block_##T>(k, m, n, x, lay, y, y_stride, out, ldo, A{});                    \
     }                                                                                                          \
     TESSERA_KERNEL(gemm_##T##_rows4)
 

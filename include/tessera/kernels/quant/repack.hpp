@@ -38,22 +38,56 @@
 // The repack is a permutation of the bytes (plus that padding; for q4_K the scale bytes
 // are re-encoded one value a byte): unpack gives the plain bytes back exactly, and when
 // nb % 16 == 0 the q4_0/q8_0 repacked matrix has the plain size (q4_K: 296 / 288 of it).
+//
+// The ARM layouts (q4_0 only; what the AArch64 GEMM of kernels/arm/quant/gemm.hpp reads:
+// the roles of ggml's q4_0_4x4, q4_0_4x8 and q4_0_8x8). R rows (4 or 8) are interleaved
+// block by block, I bytes (4 or 8) of each row's quants at a time:
+//
+//   rows4_b4 (R 4, I 4): dot product with a lane-indexed SDOT (neon, dotprod)
+//   rows4_b8 (R 4, I 8): SMMLA, two rows by two columns of 8 bytes (i8mm)
+//   rows8_b8 (R 8, I 8): the same over four row pairs (sve; needs nrows % 8 == 0)
+//
+//   block b of row group q at  q * R * nb * 18 + b * 18R
+//   bytes 2i, 2i + 1           = d of row i's block b (f16)
+//   bytes 2R + (c*R + i)*I + j = qs[c*I + j] of row i's block b  (c < 16 / I, j < I)
+//
+// (a q4_0 byte holds element c*I + j in its low nibble and 16 + c*I + j in its high one).
+// No padding: the repacked matrix has the plain size. repack_layout_for picks the layout
+// of a type for an arch (x86 and the other types: rows4_x16).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <string_view>
 
 #include "tessera/config.hpp"
 #include "tessera/core/type_id.hpp"
+#include "tessera/simd/arch.hpp"
 
 TESSERA_BEGIN_NAMESPACE
 namespace kernels {
 
-inline constexpr std::int64_t repack_rows = 4;   // rows per quad
-inline constexpr std::int64_t repack_lanes = 16;  // blocks per record
+inline constexpr std::int64_t repack_rows = 4;   // rows per quad (rows4_x16)
+inline constexpr std::int64_t repack_lanes = 16;  // blocks per record (rows4_x16)
 
-// Bytes of one record (16 blocks of one row) of a repackable type; 0 for the others.
+enum class repack_layout : std::uint8_t { rows4_x16, rows4_b4, rows4_b8, rows8_b8 };
+
+constexpr std::string_view repack_layout_name(repack_layout l) noexcept {
+    switch (l) {
+        case repack_layout::rows4_x16: return "rows4_x16";
+        case repack_layout::rows4_b4: return "rows4_b4";
+        case repack_layout::rows4_b8: return "rows4_b8";
+        case repack_layout::rows8_b8: return "rows8_b8";
+    }
+    return "?";
+}
+// Rows interleaved together (a group of rows, the unit the GEMM reads).
+constexpr std::int64_t repack_group_rows(repack_layout l) noexcept { return l == repack_layout::rows8_b8 ? 8 : 4; }
+// Bytes of one row's quants taken at a time (ARM layouts).
+constexpr std::size_t repack_interleave(repack_layout l) noexcept { return l == repack_layout::rows4_b4 ? 4 : 8; }
+
+// Bytes of one record (16 blocks of one row) of a type rows4_x16 can store; 0 for the others.
 constexpr std::size_t repack_record_bytes(type_id t) noexcept {
     return t == type_id::q4_0 ? 288 : t == type_id::q8_0 ? 544 : t == type_id::q4_K ? 296 : 0;
 }
@@ -62,17 +96,40 @@ constexpr std::size_t repack_quant_bytes(type_id t) noexcept {  // the qs part o
 }
 constexpr std::int64_t repack_groups(std::int64_t k) noexcept { return (k / 32 + repack_lanes - 1) / repack_lanes; }
 
-// Whether rows of k elements, nrows of them, can be stored repacked.
-constexpr bool can_repack(type_id t, std::int64_t k, std::int64_t nrows) noexcept {
-    return repack_record_bytes(t) != 0 && k > 0 && k % (t == type_id::q4_K ? 256 : 32) == 0 && nrows > 0 &&
-           nrows % repack_rows == 0;
+// Whether layout l stores type t at all.
+constexpr bool repack_layout_has(repack_layout l, type_id t) noexcept {
+    return l == repack_layout::rows4_x16 ? repack_record_bytes(t) != 0 : t == type_id::q4_0;
 }
-constexpr std::size_t repack_quad_bytes(type_id t, std::int64_t k) noexcept {
+// Whether rows of k elements, nrows of them, can be stored repacked in layout l.
+constexpr bool can_repack(type_id t, std::int64_t k, std::int64_t nrows, repack_layout l = repack_layout::rows4_x16) noexcept {
+    return repack_layout_has(l, t) && k > 0 && k % (t == type_id::q4_K ? 256 : 32) == 0 && nrows > 0 &&
+           nrows % repack_group_rows(l) == 0;
+}
+// Bytes of one group of rows (repack_group_rows(l) rows).
+constexpr std::size_t repack_quad_bytes(type_id t, std::int64_t k, repack_layout l = repack_layout::rows4_x16) noexcept {
+    if (l != repack_layout::rows4_x16) return static_cast<std::size_t>(repack_group_rows(l) * (k / 32)) * 18;
     return static_cast<std::size_t>(repack_rows * repack_groups(k)) * repack_record_bytes(t);
 }
 // Bytes of the repacked matrix (can_repack must hold).
-constexpr std::size_t repacked_bytes(type_id t, std::int64_t k, std::int64_t nrows) noexcept {
-    return static_cast<std::size_t>(nrows / repack_rows) * repack_quad_bytes(t, k);
+constexpr std::size_t repacked_bytes(type_id t, std::int64_t k, std::int64_t nrows,
+                                     repack_layout l = repack_layout::rows4_x16) noexcept {
+    return static_cast<std::size_t>(nrows / repack_group_rows(l)) * repack_quad_bytes(t, k, l);
+}
+
+// The layout CPU_REPACK stores t in when the CPU runs arch a: on AArch64, q4_0 in the
+// interleave of a's GEMM (rows8_b8 on SVE when nrows % 8 == 0, rows4_b8 from i8mm,
+// rows4_b4 below: every ARM layout has the plain size, so the choice never changes the
+// allocation); everything else rows4_x16.
+constexpr repack_layout repack_layout_for(type_id t, [[maybe_unused]] std::int64_t nrows, [[maybe_unused]] simd::arch_id a) noexcept {
+#if defined(TESSERA_AARCH64)
+    if (t == type_id::q4_0) {
+        if (a == simd::arch_id::sve && nrows % 8 == 0) return repack_layout::rows8_b8;
+        if (a == simd::arch_id::i8mm || a == simd::arch_id::sve) return repack_layout::rows4_b8;
+        return repack_layout::rows4_b4;
+    }
+#endif
+    (void)t;
+    return repack_layout::rows4_x16;
 }
 
 namespace repack_detail {
@@ -81,7 +138,24 @@ namespace repack_detail {
 // sc(plain offset of a super-block's scales[12], packed offset of its lane 0's scale
 // byte) for each super-block: those bytes are re-encoded, not moved.
 template <class F, class S>
-void for_each_run(type_id t, std::int64_t k, std::int64_t nrows, F&& f, S&& sc) {
+void for_each_run(type_id t, repack_layout lay, std::int64_t k, std::int64_t nrows, F&& f, S&& sc) {
+    if (lay != repack_layout::rows4_x16) {  // q4_0, R rows interleaved I bytes at a time
+        const std::int64_t R = repack_group_rows(lay), nb = k / 32;
+        const std::size_t I = repack_interleave(lay), rec = static_cast<std::size_t>(18 * R);
+        const std::size_t row_bytes = static_cast<std::size_t>(nb) * 18;
+        for (std::int64_t r = 0; r < nrows; ++r) {
+            const auto i = static_cast<std::size_t>(r % R);
+            const std::size_t grp = static_cast<std::size_t>(r / R) * static_cast<std::size_t>(R) * row_bytes;
+            for (std::int64_t b = 0; b < nb; ++b) {
+                const std::size_t src = static_cast<std::size_t>(r) * row_bytes + static_cast<std::size_t>(b) * 18;
+                const std::size_t dst = grp + static_cast<std::size_t>(b) * rec;
+                f(src, dst + 2 * i, std::size_t{2});
+                for (std::size_t c = 0; c < 16 / I; ++c)
+                    f(src + 2 + c * I, dst + static_cast<std::size_t>(2 * R) + (c * static_cast<std::size_t>(R) + i) * I, I);
+            }
+        }
+        return;
+    }
     const std::size_t rec = repack_record_bytes(t), qbytes = repack_quant_bytes(t), quad = repack_quad_bytes(t, k);
     const auto i_of = [](std::int64_t r) { return static_cast<std::size_t>(r % repack_rows); };
     const auto q_of = [&](std::int64_t r) { return static_cast<std::size_t>(r / repack_rows) * quad; };
@@ -138,20 +212,22 @@ TESSERA_ALWAYS_INLINE void k4_pack_scales(const unsigned char* sc, const unsigne
 }  // namespace repack_detail
 
 // plain (nrows rows of ggml blocks) -> packed (repacked_bytes); padding lanes zeroed.
-inline void repack_matrix(type_id t, std::int64_t k, std::int64_t nrows, const void* plain, void* packed) {
+inline void repack_matrix(type_id t, std::int64_t k, std::int64_t nrows, const void* plain, void* packed,
+                          repack_layout l = repack_layout::rows4_x16) {
     auto* out = static_cast<unsigned char*>(packed);
     const auto* in = static_cast<const unsigned char*>(plain);
-    if (k / 32 % repack_lanes != 0) std::memset(out, 0, repacked_bytes(t, k, nrows));
+    if (l == repack_layout::rows4_x16 && k / 32 % repack_lanes != 0) std::memset(out, 0, repacked_bytes(t, k, nrows, l));
     repack_detail::for_each_run(
-        t, k, nrows, [&](std::size_t p, std::size_t q, std::size_t n) { std::memcpy(out + q, in + p, n); },
+        t, l, k, nrows, [&](std::size_t p, std::size_t q, std::size_t n) { std::memcpy(out + q, in + p, n); },
         [&](std::size_t p, std::size_t q) { repack_detail::k4_unpack_scales(in + p, out + q, out + q + 16); });
 }
 // packed -> plain (nrows * row bytes of ggml blocks).
-inline void unpack_matrix(type_id t, std::int64_t k, std::int64_t nrows, const void* packed, void* plain) {
+inline void unpack_matrix(type_id t, std::int64_t k, std::int64_t nrows, const void* packed, void* plain,
+                          repack_layout l = repack_layout::rows4_x16) {
     auto* out = static_cast<unsigned char*>(plain);
     const auto* in = static_cast<const unsigned char*>(packed);
     repack_detail::for_each_run(
-        t, k, nrows, [&](std::size_t p, std::size_t q, std::size_t n) { std::memcpy(out + p, in + q, n); },
+        t, l, k, nrows, [&](std::size_t p, std::size_t q, std::size_t n) { std::memcpy(out + p, in + q, n); },
         [&](std::size_t p, std::size_t q) { repack_detail::k4_pack_scales(in + q, in + q + 16, out + p); });
 }
 
