@@ -447,7 +447,8 @@ void dequantize_row_unchecked(const block_q4_K* x, float* y, std::int64_t n) noe
             std::uint8_t sc, m;
             detail::get_scale_min_k4(j, x[b].scales, sc, m);
             const float dj = d * sc, mj = dmin * m;
-            for (int l = 0; l < 32; ++l) *y++ = dj * static_cast<float>(a[32 * j + l]) - mj;
+            // the product rounded before the subtraction, as ggml's x86 build (never fused)
+            for (int l = 0; l < 32; ++l) *y++ = detail::rounded(dj * static_cast<float>(a[32 * j + l])) - mj;
         }
     }
 }

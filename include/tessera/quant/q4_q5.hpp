@@ -66,7 +66,7 @@ void quantize_row_unchecked(const float* x, block_q4_0* y, std::int64_t n) noexc
         y[b].d = f16::from_float(d);
         std::uint8_t q[qk4_0];
         for (int j = 0; j < qk4_0; ++j) {
-            const int v = detail::trunc_i8(x[j] * id + 8.5f);
+            const int v = detail::trunc_i8(detail::rounded(x[j] * id) + 8.5f);  // product rounded, never fused
             q[j] = static_cast<std::uint8_t>(v < 15 ? v : 15);
         }
         detail::store_nibbles32(y[b].qs, q);

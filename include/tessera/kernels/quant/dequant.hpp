@@ -4,8 +4,9 @@
 // the same order: one product, then one add or subtract, never fused). The scalar
 // bodies are quant/'s reference definitions (quant::dequantize_row_unchecked<A>, the
 // reference without its check of n); SSE4.2 uses them. Types with AVX2 and AVX-512
-// bodies (kernels/x86/quant/dequant.hpp): q4_0, q8_0, q4_K, q6_K; the rest run the
-// scalar body in every unit.
+// bodies (kernels/x86/quant/dequant.hpp) and Advanced SIMD bodies for every ARM level
+// (kernels/arm/quant/dequant.hpp): q4_0, q8_0, q4_K, q6_K; the rest run the scalar body
+// in every unit.
 //
 // Kernels: dequantize_row_<type><A>(const block_<type>* x, float* y, int64_t n),
 // n a multiple of the block size.
@@ -53,6 +54,7 @@ TESSERA_ALWAYS_INLINE int trit(std::uint8_t b, int k) noexcept {
 TESSERA_END_NAMESPACE
 
 #include "tessera/kernels/x86/quant/dequant.hpp"
+#include "tessera/kernels/arm/quant/dequant.hpp"
 
 TESSERA_BEGIN_NAMESPACE
 namespace kernels {

@@ -4,6 +4,8 @@
 // q4_0: max = the value of largest magnitude (first on ties), d = max / -8,
 // q = min(15, trunc(x / d + 8.5)), stored as nibbles (element j low, j + 16 high).
 // The product and the add are separate roundings, as in the reference (never fused).
+// Bodies: AVX2 and AVX-512 (kernels/x86/quant/quantize_w.hpp), Advanced SIMD for every
+// ARM level (kernels/arm/quant/quantize_w.hpp).
 #pragma once
 
 #include <cstdint>
@@ -30,6 +32,7 @@ void quantize_q4_0(const float* x, quant::block_q4_0* y, std::int64_t n, simd::r
 TESSERA_END_NAMESPACE
 
 #include "tessera/kernels/x86/quant/quantize_w.hpp"
+#include "tessera/kernels/arm/quant/quantize_w.hpp"
 
 TESSERA_BEGIN_NAMESPACE
 namespace kernels {

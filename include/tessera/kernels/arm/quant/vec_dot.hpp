@@ -1,7 +1,7 @@
 // AArch64 bodies of the quantized dot products of kernels/quant/vec_dot.hpp:
-//   neon     q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl, q4_K, q6_K (the signed 16-byte dot
-//            by SMULL + SADALP), f16 rows (FCVTL + FMLA), bf16 rows (widened by a
-//            16-bit shift + FMLA);
+//   neon     q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl, mxfp4, q2_K, q3_K, q4_K, q5_K, q6_K,
+//            iq4_xs, tq2_0 (the signed 16-byte dot by SMULL + SADALP), f16 rows
+//            (FCVTL + FMLA), bf16 rows (widened by a 16-bit shift + FMLA);
 //   dotprod  the same bodies with SDOT (through qdetail::dot_s8);
 //   i8mm     bf16 rows through BFMLALB / BFMLALT (fused multiply-add of the widened
 //            values, IEEE like the shift + FMLA; BFDOT is not used: it rounds its pair
@@ -9,9 +9,12 @@
 //   sve      q8_0 / q4_0 with SVE's SDOT, length-agnostic: one 32-element block is
 //            ceil(32 / VL) predicated loads per operand (two at 128-bit, one from 256).
 // Every body makes each block's integer dot whole in i32 before it meets the block's
-// scale product, then adds the terms in f32 in its own order; the result is the scalar
-// body's within the f32 summation bound of tests/kernels. Part of kernels/quant/vec_dot.hpp, which includes
-// it after the scalar bodies.
+// scale product (the K-quants and iq4_xs: the whole super-block's sum of sub-block
+// scale times sub-block dot, in i32 lanes), then adds the terms in f32 in its own
+// order; the result is the scalar body's within the f32 summation bound of
+// tests/kernels (tq2_0 adds the same per-super-block terms in the same order as the
+// scalar body). q8_1 x q8_1 and tq1_0 run the scalar body. Part of
+// kernels/quant/vec_dot.hpp, which includes it after the scalar bodies.
 #pragma once
 
 #include "tessera/config.hpp"
@@ -154,7 +157,7 @@ float vdot(std::int64_t n, const q::block_q5_1* x, const q::block_q8_1* y, simd:
 // iq4_nl: each nibble indexes the 16 levels (TBL).
 template <class A>
 float vdot(std::int64_t n, const q::block_iq4_nl* x, const q::block_q8_0* y, simd::requires_arch<simd::neon>) {
-    const int8x16_t levels = vld1q_s8(q::kvalues_iq4nl);
+    const int8x16_t levels = vld1q_s8(tables<A>::iq4nl);
     return sum_blocks_neon<A>(n / 32, [&](std::int64_t i, float& d) {
         d = h2f<A>(x[i].d) * h2f<A>(y[i].d);
         const uint8x16_t v = vld1q_u8(x[i].qs);
@@ -164,7 +167,53 @@ float vdot(std::int64_t n, const q::block_iq4_nl* x, const q::block_q8_0* y, sim
     });
 }
 
+// mxfp4: as iq4_nl with the doubled E2M1 levels; the block's scale is y's d times the
+// halved E8M0 power of two (in the reference's order).
+template <class A>
+float vdot(std::int64_t n, const q::block_mxfp4* x, const q::block_q8_0* y, simd::requires_arch<simd::neon>) {
+    const int8x16_t levels = vld1q_s8(tables<A>::mxfp4);
+    return sum_blocks_neon<A>(n / 32, [&](std::int64_t i, float& d) {
+        d = h2f<A>(y[i].d) * e8m0_half<A>(x[i].e);
+        const uint8x16_t v = vld1q_u8(x[i].qs);
+        const int8x16_t lo = vqtbl1q_s8(levels, vandq_u8(v, vdupq_n_u8(0x0F)));
+        const int8x16_t hi = vqtbl1q_s8(levels, vshrq_n_u8(v, 4));
+        return dot_s8<A>(dot_s8<A>(vdupq_n_s32(0), lo, vld1q_s8(y[i].qs)), hi, vld1q_s8(y[i].qs + 16));
+    });
+}
+
 // ---- K-quants (256-element super-blocks against q8_K) ----------------------------------------
+// The sub-block sums S_j of four sub-blocks, each given as four partial sums, made whole
+// by ADDP: [S_0, S_1, S_2, S_3]. A super-block's integer dot is then sum_j sc_j * S_j in
+// i32 lanes (MUL / MLA by a vector of four scales) and one ADDV: exact, whatever the level.
+template <class A>
+TESSERA_ALWAYS_INLINE int32x4_t whole4_neon(int32x4_t p0, int32x4_t p1, int32x4_t p2, int32x4_t p3) {
+    return vpaddq_s32(vpaddq_s32(p0, p1), vpaddq_s32(p2, p3));
+}
+// Eight signed bytes as two vectors of i32 lanes.
+template <class A>
+TESSERA_ALWAYS_INLINE void widen8_s32(int8x8_t v, int32x4_t out[2]) {
+    const int16x8_t w = vmovl_s8(v);
+    out[0] = vmovl_s16(vget_low_s16(w));
+    out[1] = vmovl_high_s16(w);
+}
+// q4_K / q5_K: the eight 6-bit scales as i32 lanes and the min term sum_j m_(j/2) bsums_j.
+template <class A>
+TESSERA_ALWAYS_INLINE std::int32_t k4_scales_neon(const std::uint8_t* scales, const std::int16_t* bsums, int32x4_t sc[2]) {
+    // bytes 0-3: scales 0-3, 4-7: mins 0-3 (6 bits each); bytes 8-11: the low (scales
+    // 4-7) and high (mins 4-7) 4 bits, whose top 2 bits are bits 6-7 of bytes 0-3 / 4-7
+    std::uint32_t u[3];
+    std::memcpy(u, scales, 12);
+    constexpr std::uint32_t k6 = 0x3f3f3f3fu, k4 = 0x0f0f0f0fu, k2 = 0x03030303u;
+    const std::uint64_t s8 = (u[0] & k6) | static_cast<std::uint64_t>((u[2] & k4) | (((u[0] >> 6) & k2) << 4)) << 32;
+    const std::uint64_t m8 = (u[1] & k6) | static_cast<std::uint64_t>(((u[2] >> 4) & k4) | (((u[1] >> 6) & k2) << 4)) << 32;
+    const uint16x8_t s16 = vmovl_u8(vcreate_u8(s8));
+    sc[0] = vreinterpretq_s32_u32(vmovl_u16(vget_low_u16(s16)));
+    sc[1] = vreinterpretq_s32_u32(vmovl_high_u16(s16));
+    const int16x8_t bs = vpaddq_s16(vld1q_s16(bsums), vld1q_s16(bsums + 8));  // |sum of 32| <= 4064
+    const int16x8_t m16 = vreinterpretq_s16_u16(vmovl_u8(vcreate_u8(m8)));
+    return vaddvq_s32(vmlal_high_s16(vmull_s16(vget_low_s16(bs), vget_low_s16(m16)), bs, m16));
+}
+
 // q4_K: chunk c of 32 bytes holds sub-block 2c in its low nibbles and 2c + 1 in its high
 // ones; the mins meet the q8_K bsums (sums of 16), added in pairs.
 template <class A>
@@ -222,6 +271,184 @@ float vdot(std::int64_t n, const q::block_q6_K* x, const q::block_q8_K* y, simd:
             }
         }
         sum += h2f<A>(x[b].d) * y[b].d * static_cast<float>(vaddvq_s32(acc));
+    }
+    return sum;
+}
+
+// q2_K: element 128 h + 32 t + l (l < 32) is bits 2t..2t+1 of qs[32 h + l]; one scale
+// (low nibble) and one min (high nibble) per 16 elements, the mins against the bsums.
+template <class A>
+float vdot(std::int64_t n, const q::block_q2_K* x, const q::block_q8_K* y, simd::requires_arch<simd::neon>) {
+    float sum = 0.0f;
+    const uint8x16_t m3 = vdupq_n_u8(3);
+    for (std::int64_t b = 0; b < n / q::qk_k; ++b) {
+        const uint8x16_t raw = vld1q_u8(x[b].scales);
+        const int16x8_t mn0 = vreinterpretq_s16_u16(vmovl_u8(vget_low_u8(vshrq_n_u8(raw, 4))));
+        const int16x8_t mn1 = vreinterpretq_s16_u16(vmovl_high_u8(vshrq_n_u8(raw, 4)));
+        const int16x8_t bs0 = vld1q_s16(y[b].bsums), bs1 = vld1q_s16(y[b].bsums + 8);
+        int32x4_t mt = vmull_s16(vget_low_s16(bs0), vget_low_s16(mn0));
+        mt = vmlal_high_s16(mt, bs0, mn0);
+        mt = vmlal_s16(mt, vget_low_s16(bs1), vget_low_s16(mn1));
+        mt = vmlal_high_s16(mt, bs1, mn1);
+        const uint8x16_t sc8 = vandq_u8(raw, vdupq_n_u8(0x0F));
+        int32x4_t sc[4];  // scales 4k .. 4k + 3
+        widen8_s32<A>(vreinterpret_s8_u8(vget_low_u8(sc8)), sc);
+        widen8_s32<A>(vreinterpret_s8_u8(vget_high_u8(sc8)), sc + 2);
+        int32x4_t acc = vdupq_n_s32(0);
+        for (int h = 0; h < 2; ++h) {
+            uint8x16_t q0 = vld1q_u8(x[b].qs + 32 * h), q1 = vld1q_u8(x[b].qs + 32 * h + 16);
+            const std::int8_t* yq = y[b].qs + 128 * h;
+            for (int t = 0; t < 4; t += 2) {  // sub-blocks 8h + 2t .. 8h + 2t + 3
+                const int32x4_t z = vdupq_n_s32(0);
+                const int32x4_t p0 = dot_s8<A>(z, vreinterpretq_s8_u8(vandq_u8(q0, m3)), vld1q_s8(yq + 32 * t));
+                const int32x4_t p1 = dot_s8<A>(z, vreinterpretq_s8_u8(vandq_u8(q1, m3)), vld1q_s8(yq + 32 * t + 16));
+                q0 = vshrq_n_u8(q0, 2);
+                q1 = vshrq_n_u8(q1, 2);
+                const int32x4_t p2 = dot_s8<A>(z, vreinterpretq_s8_u8(vandq_u8(q0, m3)), vld1q_s8(yq + 32 * t + 32));
+                const int32x4_t p3 = dot_s8<A>(z, vreinterpretq_s8_u8(vandq_u8(q1, m3)), vld1q_s8(yq + 32 * t + 48));
+                q0 = vshrq_n_u8(q0, 2);
+                q1 = vshrq_n_u8(q1, 2);
+                acc = vmlaq_s32(acc, whole4_neon<A>(p0, p1, p2, p3), sc[2 * h + t / 2]);
+            }
+        }
+        sum += y[b].d * h2f<A>(x[b].d) * static_cast<float>(vaddvq_s32(acc));
+        sum -= y[b].d * h2f<A>(x[b].dmin) * static_cast<float>(vaddvq_s32(mt));
+    }
+    return sum;
+}
+// q3_K: sixteen 6-bit scales: bits 0-3 from the low (scales 0-7) or high (8-15) nibbles
+// of bytes 0-7, bits 4-5 from bits 2(j/4), 2(j/4)+1 of byte 8 + j % 4; minus 32.
+template <class A>
+TESSERA_ALWAYS_INLINE int8x16_t q3k_scales_neon(const std::uint8_t* s) {
+    const uint8x8_t a = vld1_u8(s);
+    const uint8x16_t lo = vcombine_u8(vand_u8(a, vdup_n_u8(0x0F)), vshr_n_u8(a, 4));
+    std::uint32_t h;
+    std::memcpy(&h, s + 8, 4);
+    const int8x16_t shr = {0, 0, 0, 0, -2, -2, -2, -2, -4, -4, -4, -4, -6, -6, -6, -6};
+    const uint8x16_t hi = vshlq_n_u8(vandq_u8(vshlq_u8(vreinterpretq_u8_u32(vdupq_n_u32(h)), shr), vdupq_n_u8(3)), 4);
+    return vsubq_s8(vreinterpretq_s8_u8(vorrq_u8(lo, hi)), vdupq_n_s8(32));
+}
+// q3_K values: element 128 h + 32 t + l is bits 2t..2t+1 of qs[32 h + l], minus 4 unless
+// bit 4h + t of hmask[l] is set (-4 .. 3); one signed scale per 16 elements.
+template <class A>
+float vdot(std::int64_t n, const q::block_q3_K* x, const q::block_q8_K* y, simd::requires_arch<simd::neon>) {
+    float sum = 0.0f;
+    const uint8x16_t m3 = vdupq_n_u8(3), four = vdupq_n_u8(4);
+    for (std::int64_t b = 0; b < n / q::qk_k; ++b) {
+        const int8x16_t sc8 = q3k_scales_neon<A>(x[b].scales);
+        int32x4_t sc[4];
+        widen8_s32<A>(vget_low_s8(sc8), sc);
+        widen8_s32<A>(vget_high_s8(sc8), sc + 2);
+        const uint8x16_t hm0 = vld1q_u8(x[b].hmask), hm1 = vld1q_u8(x[b].hmask + 16);
+        // the value of 16 bytes of crumbs c with their hmask bytes hm, bit m
+        const auto value = [&](uint8x16_t c, uint8x16_t hm, uint8x16_t m) {
+            return vsubq_s8(vreinterpretq_s8_u8(vandq_u8(c, m3)), vreinterpretq_s8_u8(vbicq_u8(four, vtstq_u8(hm, m))));
+        };
+        int32x4_t acc = vdupq_n_s32(0);
+        for (int h = 0; h < 2; ++h) {
+            uint8x16_t q0 = vld1q_u8(x[b].qs + 32 * h), q1 = vld1q_u8(x[b].qs + 32 * h + 16);
+            const std::int8_t* yq = y[b].qs + 128 * h;
+            for (int t = 0; t < 4; t += 2) {  // sub-blocks 8h + 2t .. 8h + 2t + 3
+                const uint8x16_t ma = vdupq_n_u8(static_cast<std::uint8_t>(1u << (4 * h + t)));
+                const uint8x16_t mb = vdupq_n_u8(static_cast<std::uint8_t>(2u << (4 * h + t)));
+                const int32x4_t z = vdupq_n_s32(0);
+                const int32x4_t p0 = dot_s8<A>(z, value(q0, hm0, ma), vld1q_s8(yq + 32 * t));
+                const int32x4_t p1 = dot_s8<A>(z, value(q1, hm1, ma), vld1q_s8(yq + 32 * t + 16));
+                q0 = vshrq_n_u8(q0, 2);
+                q1 = vshrq_n_u8(q1, 2);
+                const int32x4_t p2 = dot_s8<A>(z, value(q0, hm0, mb), vld1q_s8(yq + 32 * t + 32));
+                const int32x4_t p3 = dot_s8<A>(z, value(q1, hm1, mb), vld1q_s8(yq + 32 * t + 48));
+                q0 = vshrq_n_u8(q0, 2);
+                q1 = vshrq_n_u8(q1, 2);
+                acc = vmlaq_s32(acc, whole4_neon<A>(p0, p1, p2, p3), sc[2 * h + t / 2]);
+            }
+        }
+        sum += h2f<A>(x[b].d) * y[b].d * static_cast<float>(vaddvq_s32(acc));
+    }
+    return sum;
+}
+// q5_K: q4_K's nibbles (chunk c of 32 bytes: sub-block 2c low, 2c + 1 high) plus a fifth
+// bit, bit 2c (2c + 1) of qh[l] for byte l of the chunk.
+template <class A>
+float vdot(std::int64_t n, const q::block_q5_K* x, const q::block_q8_K* y, simd::requires_arch<simd::neon>) {
+    float sum = 0.0f;
+    const uint8x16_t m4 = vdupq_n_u8(0x0F), k16 = vdupq_n_u8(0x10);
+    for (std::int64_t b = 0; b < n / q::qk_k; ++b) {
+        int32x4_t sc[2];
+        const std::int32_t msum = k4_scales_neon<A>(x[b].scales, y[b].bsums, sc);
+        const uint8x16_t qh0 = vld1q_u8(x[b].qh), qh1 = vld1q_u8(x[b].qh + 16);
+        int32x4_t p[8];
+        for (int c = 0; c < 4; ++c) {
+            const uint8x16_t q0 = vld1q_u8(x[b].qs + 32 * c), q1 = vld1q_u8(x[b].qs + 32 * c + 16);
+            const uint8x16_t ba = vdupq_n_u8(static_cast<std::uint8_t>(1u << (2 * c)));
+            const uint8x16_t bb = vdupq_n_u8(static_cast<std::uint8_t>(2u << (2 * c)));
+            const std::int8_t* yq = y[b].qs + 64 * c;
+            const int8x16_t lo0 = vreinterpretq_s8_u8(vorrq_u8(vandq_u8(q0, m4), vandq_u8(vtstq_u8(qh0, ba), k16)));
+            const int8x16_t lo1 = vreinterpretq_s8_u8(vorrq_u8(vandq_u8(q1, m4), vandq_u8(vtstq_u8(qh1, ba), k16)));
+            const int8x16_t hi0 = vreinterpretq_s8_u8(vorrq_u8(vshrq_n_u8(q0, 4), vandq_u8(vtstq_u8(qh0, bb), k16)));
+            const int8x16_t hi1 = vreinterpretq_s8_u8(vorrq_u8(vshrq_n_u8(q1, 4), vandq_u8(vtstq_u8(qh1, bb), k16)));
+            p[2 * c] = dot_s8<A>(dot_s8<A>(vdupq_n_s32(0), lo0, vld1q_s8(yq)), lo1, vld1q_s8(yq + 16));
+            p[2 * c + 1] = dot_s8<A>(dot_s8<A>(vdupq_n_s32(0), hi0, vld1q_s8(yq + 32)), hi1, vld1q_s8(yq + 48));
+        }
+        const int32x4_t s = vmlaq_s32(vmulq_s32(whole4_neon<A>(p[0], p[1], p[2], p[3]), sc[0]),
+                                      whole4_neon<A>(p[4], p[5], p[6], p[7]), sc[1]);
+        sum += h2f<A>(x[b].d) * y[b].d * static_cast<float>(vaddvq_s32(s));
+        sum -= h2f<A>(x[b].dmin) * y[b].d * static_cast<float>(msum);
+    }
+    return sum;
+}
+
+// iq4_xs: eight sub-blocks of 32 in iq4_nl's layout, each with a 6-bit scale (low
+// nibble from scales_l[ib / 2], two high bits from scales_h) minus 32.
+template <class A>
+float vdot(std::int64_t n, const q::block_iq4_xs* x, const q::block_q8_K* y, simd::requires_arch<simd::neon>) {
+    const int8x16_t levels = vld1q_s8(tables<A>::iq4nl);
+    const int8x8_t hshr = {0, -2, -4, -6, 0, -2, -4, -6};
+    float sum = 0.0f;
+    for (std::int64_t b = 0; b < n / q::qk_k; ++b) {
+        std::uint32_t l4;
+        std::memcpy(&l4, x[b].scales_l, 4);
+        const uint8x8_t lb = vreinterpret_u8_u32(vdup_n_u32(l4));
+        const uint8x8_t lo = vzip1_u8(vand_u8(lb, vdup_n_u8(0x0F)), vshr_n_u8(lb, 4));  // scale ib's low 4 bits
+        const std::uint64_t hh = x[b].scales_h;
+        const uint8x8_t hb = vcreate_u8((hh & 0xFF) * 0x01010101ull | ((hh >> 8) * 0x01010101ull) << 32);
+        const uint8x8_t hi = vshl_n_u8(vand_u8(vshl_u8(hb, hshr), vdup_n_u8(3)), 4);
+        int32x4_t sc[2];
+        widen8_s32<A>(vsub_s8(vreinterpret_s8_u8(vorr_u8(lo, hi)), vdup_n_s8(32)), sc);
+        int32x4_t p[8];
+        for (int ib = 0; ib < 8; ++ib) {
+            const uint8x16_t v = vld1q_u8(x[b].qs + 16 * ib);
+            const int8x16_t vlo = vqtbl1q_s8(levels, vandq_u8(v, vdupq_n_u8(0x0F)));
+            const int8x16_t vhi = vqtbl1q_s8(levels, vshrq_n_u8(v, 4));
+            const std::int8_t* yq = y[b].qs + 32 * ib;
+            p[ib] = dot_s8<A>(dot_s8<A>(vdupq_n_s32(0), vlo, vld1q_s8(yq)), vhi, vld1q_s8(yq + 16));
+        }
+        const int32x4_t s = vmlaq_s32(vmulq_s32(whole4_neon<A>(p[0], p[1], p[2], p[3]), sc[0]),
+                                      whole4_neon<A>(p[4], p[5], p[6], p[7]), sc[1]);
+        sum += h2f<A>(x[b].d) * y[b].d * static_cast<float>(vaddvq_s32(s));
+    }
+    return sum;
+}
+// tq2_0: element 128 c + 32 l + m is bits 2l..2l+1 of qs[32 c + m], a trit plus 1; the
+// dot is sum q y - sum y (the bsums), one term per super-block as in the reference.
+template <class A>
+float vdot(std::int64_t n, const q::block_tq2_0* x, const q::block_q8_K* y, simd::requires_arch<simd::neon>) {
+    float sum = 0.0f;
+    const uint8x16_t m3 = vdupq_n_u8(3);
+    for (std::int64_t b = 0; b < n / q::qk_k; ++b) {
+        int32x4_t acc = vdupq_n_s32(0);
+        for (int c = 0; c < 2; ++c) {
+            uint8x16_t q0 = vld1q_u8(x[b].qs + 32 * c), q1 = vld1q_u8(x[b].qs + 32 * c + 16);
+            const std::int8_t* yq = y[b].qs + 128 * c;
+            for (int l = 0; l < 4; ++l) {
+                acc = dot_s8<A>(acc, vreinterpretq_s8_u8(vandq_u8(q0, m3)), vld1q_s8(yq + 32 * l));
+                acc = dot_s8<A>(acc, vreinterpretq_s8_u8(vandq_u8(q1, m3)), vld1q_s8(yq + 32 * l + 16));
+                q0 = vshrq_n_u8(q0, 2);
+                q1 = vshrq_n_u8(q1, 2);
+            }
+        }
+        const int32x4_t ys = vaddq_s32(vpaddlq_s16(vld1q_s16(y[b].bsums)), vpaddlq_s16(vld1q_s16(y[b].bsums + 8)));
+        sum += static_cast<float>(vaddvq_s32(acc) - vaddvq_s32(ys)) * (y[b].d * h2f<A>(x[b].d));
     }
     return sum;
 }
