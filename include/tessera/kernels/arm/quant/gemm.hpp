@@ -114,11 +114,9 @@ TESSERA_ALWAYS_INLINE int32x4_t mmla(int32x4_t s, int8x16_t a, int8x16_t b) {
     }
 }
 
-struct q4i_act {  // block b of packed activation row y (lane-major, qgemm_act(32))
+struct q4i_act {  // lane l of a group of packed activations (lane-major, qgemm_act(32))
     const std::byte* g;
     int l;
-    TESSERA_ALWAYS_INLINE q4i_act(const std::byte* y, std::int64_t b)
-        : g(y + static_cast<std::size_t>(b / qgemm_group) * qgemm_act(32).bytes), l(static_cast<int>(b % qgemm_group)) {}
     TESSERA_ALWAYS_INLINE int8x16_t q(int half) const {
         return vld1q_s8(reinterpret_cast<const std::int8_t*>(g + static_cast<std::size_t>(32 * l + 16 * half)));
     }
@@ -133,6 +131,16 @@ struct q4i_act {  // block b of packed activation row y (lane-major, qgemm_act(3
         return v;
     }
 };
+// f(b, group offset, lane) for every block b < nb, group by group (the activations'
+// address is one add per column and group, not a division per block).
+template <class F>
+TESSERA_ALWAYS_INLINE void q4i_blocks(std::int64_t nb, F&& f) {
+    for (std::int64_t g0 = 0; g0 < nb; g0 += qgemm_group) {
+        const int lanes = static_cast<int>(nb - g0 < qgemm_group ? nb - g0 : qgemm_group);
+        const std::size_t go = static_cast<std::size_t>(g0 / qgemm_group) * qgemm_act(32).bytes;
+        for (int l = 0; l < lanes; ++l) f(g0 + l, go, l);
+    }
+}
 TESSERA_ALWAYS_INLINE void q4i_nibbles(const std::byte* p, int8x16_t& lo, int8x16_t& hi) {
     const uint8x16_t v = vld1q_u8(reinterpret_cast<const std::uint8_t*>(p));
     lo = vreinterpretq_s8_u8(vandq_u8(v, vdupq_n_u8(0x0F)));
@@ -148,13 +156,13 @@ void q4i_tile_b4(std::int64_t nb, const std::byte* w, const std::byte* y, std::s
                  int rows) {
     float32x4_t acc[NC];
     for (int j = 0; j < NC; ++j) acc[j] = vdupq_n_f32(0.0f);
-    for (std::int64_t b = 0; b < nb; ++b) {
+    q4i_blocks(nb, [&](std::int64_t b, std::size_t go, int l) {
         const std::byte* rec = w + static_cast<std::size_t>(b) * 72;
         const float32x4_t dw = q4i_d4(rec);
         int8x16_t lo[4], hi[4];
         for (int c = 0; c < 4; ++c) q4i_nibbles(rec + 8 + 16 * c, lo[c], hi[c]);
         for (int j = 0; j < NC; ++j) {
-            const q4i_act a(y + static_cast<std::size_t>(j) * ys, b);
+            const q4i_act a{y + static_cast<std::size_t>(j) * ys + go, l};
             const int8x16_t ya = a.q(0), yb = a.q(1);
             int32x4_t s = vdupq_n_s32(-8 * a.isum());
             s = sdot_lane<A, 0>(s, lo[0], ya);
@@ -167,7 +175,7 @@ void q4i_tile_b4(std::int64_t nb, const std::byte* w, const std::byte* y, std::s
             s = sdot_lane<A, 3>(s, hi[3], yb);
             acc[j] = vfmaq_f32(acc[j], vcvtq_f32_s32(s), vmulq_n_f32(dw, a.dy()));
         }
-    }
+    });
     for (int j = 0; j < NC; ++j) {
         float v[4];
         vst1q_f32(v, acc[j]);
@@ -183,9 +191,9 @@ void q4i_tile_b8(std::int64_t nb, const std::byte* w, const std::byte* y0, const
     constexpr int P = R / 2;
     float32x4_t acc[P];
     for (int p = 0; p < P; ++p) acc[p] = vdupq_n_f32(0.0f);
-    for (std::int64_t b = 0; b < nb; ++b) {
+    q4i_blocks(nb, [&](std::int64_t b, std::size_t go, int l) {
         const std::byte* rec = w + static_cast<std::size_t>(b) * 18 * R;
-        const q4i_act a0(y0, b), a1(y1, b);
+        const q4i_act a0{y0 + go, l}, a1{y1 + go, l};
         const int8x16_t ya0 = a0.q(0), ya1 = a1.q(0), yb0 = a0.q(1), yb1 = a1.q(1);
         const auto z1 = [](int8x16_t u, int8x16_t v) {
             return vreinterpretq_s8_s64(vzip1q_s64(vreinterpretq_s64_s8(u), vreinterpretq_s64_s8(v)));
@@ -210,7 +218,7 @@ void q4i_tile_b8(std::int64_t nb, const std::byte* w, const std::byte* y0, const
             s = mmla<A>(s, hi1, e3);
             acc[p] = vfmaq_f32(acc[p], vcvtq_f32_s32(s), vmulq_f32(dw, dyv));
         }
-    }
+    });
     for (int p = 0; p < P; ++p) {
         float v[4];
         vst1q_f32(v, acc[p]);
