@@ -17,6 +17,7 @@
 #include <immintrin.h>
 
 #include "tessera/kernels/quant/common.hpp"
+#include "tessera/kernels/quant/repack.hpp"
 #include "tessera/quant/blocks.hpp"
 #include "tessera/simd/arch.hpp"
 
