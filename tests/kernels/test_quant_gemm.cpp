@@ -113,7 +113,9 @@ void check_gemm() {
                             if (out[static_cast<std::size_t>(c) * ldo + r] != -7.0f) ++bad;
                     }
                     CHECK(bad == 0);
-                    for (const auto& [lay, packed] : packs) {  // same tiles, same sums: bit-equal to the plain-layout kernel
+                    for (const auto& pk : packs) {  // same tiles, same sums: bit-equal to the plain-layout kernel
+                        const kernels::repack_layout lay = pk.first;
+                        const std::vector<std::byte>& packed = pk.second;
                         CAPTURE(kernels::repack_layout_name(lay));
                         std::vector<float> out4(out.size(), -7.0f);
                         simd::kernel_for<K4>(arch)(k, m, n, packed.data(), lay, yp.data(), ys, out4.data(), ldo);
