@@ -1,6 +1,6 @@
 // The CPU_REPACK buffer type and device (backend/cpu.hpp, backend/cpu/repack.hpp): which tensors get
 // repacked, reads giving back the original bytes (whole, partial, after memset and
-// clear), mul_mat on repacked weights (q4_0, q8_0, q4_K) against a double-precision
+// clear), mul_mat on repacked weights (q4_0, q8_0, q4_K, iq4_nl) against a double-precision
 // definition on every arch at 1 and 2 threads, the scheduler placing those mul_mats,
 // and clear errors for any other use of a repacked tensor.
 #include <doctest/doctest.h>
@@ -98,6 +98,7 @@ TEST_CASE("CPU_REPACK: which tensors are repacked, and their sizes") {
     node* g = ctx.new_tensor(type_id::q4_K, {768, 8, 1, 1}, "g");    // 3 super-blocks: 2 records a row
     node* h = ctx.new_tensor(type_id::q4_K, {512, 6, 1, 1}, "h");    // 6 rows
     node* i = ctx.new_tensor(type_id::q4_K, {1024, 4, 2, 1}, "i");   // 2 matrices, whole records
+    node* j = ctx.new_tensor(type_id::iq4_nl, {96, 8, 1, 1}, "j");   // repacked on AArch64 only
     // x86: rows4_x16 (records of 16 blocks, zero padded); AArch64 q4_0: an interleave of the plain size
     const bool x16 = kernels::repack_layout_for(type_id::q4_0, 8, simd::active_arch()) == kernels::repack_layout::rows4_x16;
     CHECK(bt.alloc_size(*a) == (x16 ? 8 * 2 * 288 : a->lay.nbytes()));
@@ -107,7 +108,8 @@ TEST_CASE("CPU_REPACK: which tensors are repacked, and their sizes") {
     CHECK(bt.alloc_size(*g) == 8 * 2 * 296);
     CHECK(bt.alloc_size(*h) == h->lay.nbytes());
     CHECK(bt.alloc_size(*i) == i->lay.nbytes() / 288 * 296);
-    std::vector<node*> all{a, b, c, d, e, f, g, h, i};
+    CHECK(bt.alloc_size(*j) == j->lay.nbytes());  // the ARM layouts have the plain size; x86 keeps it plain
+    std::vector<node*> all{a, b, c, d, e, f, g, h, i, j};
     any_buffer buf = alloc_tensors(all, bt, buffer_usage::weights);
     REQUIRE(buf);
     CHECK(buf.name() == std::string_view("CPU_REPACK"));
@@ -121,6 +123,7 @@ TEST_CASE("CPU_REPACK: which tensors are repacked, and their sizes") {
     CHECK(backend::is_repacked(*g));
     CHECK(!backend::is_repacked(*h));
     CHECK(backend::is_repacked(*i));
+    CHECK(backend::is_repacked(*j) == !x16);
     // a view is never repacked by itself
     CHECK_FALSE(repackable(*graph::view(any_tensor(a), {768, 4, 1, 1}, {a->lay.nb[1], a->lay.nb[1] * 4, a->lay.nb[1] * 4}, 0).get()));
 }
@@ -197,7 +200,7 @@ TEST_CASE("CPU_REPACK: mul_mat on repacked weights equals the definition, every 
     const simd::arch_id saved = simd::active_arch();
     for (const tcase tc : {tcase{type_id::q4_0, 768, 68}, tcase{type_id::q8_0, 512, 8}, tcase{type_id::q4_0, 64, 4}, tcase{type_id::q4_0, 320, 72},
                            tcase{type_id::q8_0, 1056, 132}, tcase{type_id::q4_K, 768, 68}, tcase{type_id::q4_K, 256, 4},
-                           tcase{type_id::q4_K, 1024, 12}}) {
+                           tcase{type_id::q4_K, 1024, 12}, tcase{type_id::iq4_nl, 768, 68}, tcase{type_id::iq4_nl, 320, 72}}) {
         for (std::int64_t n : {1, 2, 5, 16}) {
             graph::context ctx({true});
             any_tensor w = graph::new_tensor(ctx, tc.t, {tc.k, tc.m, 1, 1}, "w");
@@ -212,7 +215,9 @@ TEST_CASE("CPU_REPACK: mul_mat on repacked weights equals the definition, every 
             for (node* nd : g.nodes()) rest.push_back(nd);
             any_buffer wb = alloc_tensors(weights, repack_buffer_type(), buffer_usage::weights);
             any_buffer cb = alloc_tensors(rest, cpu_buffer_type());
-            REQUIRE(backend::is_repacked(*w.get()));
+            // iq4_nl has only the ARM layouts: on x86 it stays plain (and must still be right)
+            REQUIRE(backend::is_repacked(*w.get()) ==
+                    kernels::repack_layout_has(kernels::repack_layout_for(tc.t, tc.m, simd::active_arch()), tc.t));
             const auto wq = quantized(tc.t, tc.k, tc.m, 11);
             const auto xf = normal_floats(static_cast<std::size_t>(tc.k * n), 12);
             tensor_set(*w.get(), wq.data(), 0, wq.size());
@@ -253,45 +258,53 @@ TEST_CASE("CPU_REPACK: mul_mat on repacked weights equals the definition, every 
 TEST_CASE("CPU_REPACK: the layout is the one of the arch active at placement, and every arch reads every layout") {
     const simd::arch_id saved = simd::active_arch();
     const std::int64_t k = 256, m = 24, n = 5;
-    const auto wq = quantized(type_id::q4_0, k, m, 31);
-    const auto xf = normal_floats(static_cast<std::size_t>(k * n), 32);
-    std::vector<double> want, mag;
-    definition(type_id::q4_0, k, m, n, wq, xf, want, mag);
-    for (simd::arch_id place : simd::available_archs()) {
-        CAPTURE(simd::name_of(place));
-        simd::set_active_arch(place);
-        graph::context ctx({true});
-        any_tensor w = graph::new_tensor(ctx, type_id::q4_0, {k, m, 1, 1}, "w");
-        any_tensor wp = graph::new_tensor(ctx, type_id::q4_0, {k, m, 1, 1}, "w_plain");
-        any_tensor x = graph::new_tensor(ctx, type_id::f32, {k, n, 1, 1}, "x");
-        any_tensor y = graph::mul_mat(w, x).set_name("y");
-        any_tensor yp = graph::mul_mat(wp, x).set_name("y_plain");
-        graph::cgraph g;
-        g.build_forward_expand(y);
-        g.build_forward_expand(yp);
-        std::vector<node*> weights{w.get()}, rest{wp.get(), x.get()};
-        for (node* nd : g.nodes()) rest.push_back(nd);
-        any_buffer wb = alloc_tensors(weights, repack_buffer_type(), buffer_usage::weights);
-        any_buffer cb = alloc_tensors(rest, cpu_buffer_type());
-        REQUIRE(backend::is_repacked(*w.get()));
-        CHECK(backend::repacked_layout(*w.get()) == kernels::repack_layout_for(type_id::q4_0, m, place));
-        tensor_set(*w.get(), wq.data(), 0, wq.size());
-        tensor_set(*wp.get(), wq.data(), 0, wq.size());
-        tensor_set(*x.get(), xf.data(), 0, xf.size() * 4);
-        CHECK(read_all(*w.get()) == wq);
-        for (simd::arch_id a : simd::available_archs()) {
-            CAPTURE(simd::name_of(a));
-            simd::set_active_arch(a);
-            cpu_backend be(1);
-            be.graph_compute(g);
-            std::vector<float> got(static_cast<std::size_t>(m * n)), plain(got.size());
-            tensor_get(*y.get(), got.data(), 0, got.size() * 4);
-            tensor_get(*yp.get(), plain.data(), 0, plain.size() * 4);
-            int bad = 0;
-            for (std::size_t i = 0; i < got.size(); ++i)
-                if (!(std::fabs(got[i] - want[i]) <= 4.0 * static_cast<double>(k / 32 + 16) * 0x1p-24 * mag[i])) ++bad;
-            CHECK(bad == 0);
-            CHECK(got == plain);  // n >= 4: the plain rows run the same tiles
+#if defined(TESSERA_AARCH64)
+    const type_id types[] = {type_id::q4_0, type_id::iq4_nl};
+#else
+    const type_id types[] = {type_id::q4_0};  // iq4_nl is not repacked on x86
+#endif
+    for (const type_id t : types) {
+        const auto wq = quantized(t, k, m, 31);
+        const auto xf = normal_floats(static_cast<std::size_t>(k * n), 32);
+        std::vector<double> want, mag;
+        definition(t, k, m, n, wq, xf, want, mag);
+        for (simd::arch_id place : simd::available_archs()) {
+            CAPTURE(type_name(t));
+            CAPTURE(simd::name_of(place));
+            simd::set_active_arch(place);
+            graph::context ctx({true});
+            any_tensor w = graph::new_tensor(ctx, t, {k, m, 1, 1}, "w");
+            any_tensor wp = graph::new_tensor(ctx, t, {k, m, 1, 1}, "w_plain");
+            any_tensor x = graph::new_tensor(ctx, type_id::f32, {k, n, 1, 1}, "x");
+            any_tensor y = graph::mul_mat(w, x).set_name("y");
+            any_tensor yp = graph::mul_mat(wp, x).set_name("y_plain");
+            graph::cgraph g;
+            g.build_forward_expand(y);
+            g.build_forward_expand(yp);
+            std::vector<node*> weights{w.get()}, rest{wp.get(), x.get()};
+            for (node* nd : g.nodes()) rest.push_back(nd);
+            any_buffer wb = alloc_tensors(weights, repack_buffer_type(), buffer_usage::weights);
+            any_buffer cb = alloc_tensors(rest, cpu_buffer_type());
+            REQUIRE(backend::is_repacked(*w.get()));
+            CHECK(backend::repacked_layout(*w.get()) == kernels::repack_layout_for(t, m, place));
+            tensor_set(*w.get(), wq.data(), 0, wq.size());
+            tensor_set(*wp.get(), wq.data(), 0, wq.size());
+            tensor_set(*x.get(), xf.data(), 0, xf.size() * 4);
+            CHECK(read_all(*w.get()) == wq);
+            for (simd::arch_id a : simd::available_archs()) {
+                CAPTURE(simd::name_of(a));
+                simd::set_active_arch(a);
+                cpu_backend be(1);
+                be.graph_compute(g);
+                std::vector<float> got(static_cast<std::size_t>(m * n)), plain(got.size());
+                tensor_get(*y.get(), got.data(), 0, got.size() * 4);
+                tensor_get(*yp.get(), plain.data(), 0, plain.size() * 4);
+                int bad = 0;
+                for (std::size_t i = 0; i < got.size(); ++i)
+                    if (!(std::fabs(got[i] - want[i]) <= 4.0 * static_cast<double>(k / 32 + 16) * 0x1p-24 * mag[i])) ++bad;
+                CHECK(bad == 0);
+                CHECK(got == plain);  // n >= 4: the plain rows run the same tiles
+            }
         }
     }
     simd::set_active_arch(saved);

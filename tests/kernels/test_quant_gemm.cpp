@@ -18,6 +18,7 @@
 #include "tessera/kernels/quant/table.hpp"
 #include "tessera/kernels/quant/repack.hpp"
 #include "tessera/kernels/quant/vec_dot.hpp"
+#include "tessera/quant/tables.hpp"
 #include "tessera/quant/reference.hpp"
 #include "tessera/simd/dispatch.hpp"
 
@@ -32,6 +33,8 @@ template <class B>
 int weight_q(const B& b, int e) {
     if constexpr (std::is_same_v<B, quant::block_q4_0>)
         return (e < 16 ? (b.qs[e] & 15) : (b.qs[e - 16] >> 4)) - 8;
+    else if constexpr (std::is_same_v<B, quant::block_iq4_nl>)
+        return quant::kvalues_iq4nl[e < 16 ? (b.qs[e] & 15) : (b.qs[e - 16] >> 4)];
     else
         return b.qs[e];
 }
@@ -131,6 +134,10 @@ void check_gemm() {
 
 TEST_CASE("quantized GEMM q4_0 x q8_0: every arch equals the definition, repacked weights too") {
     check_gemm<quant::block_q4_0, kernels::gemm_q4_0, kernels::gemm_q4_0_rows4>();
+}
+// iq4_nl in the ARM layouts (every arch reads them; on x86 CPU_REPACK keeps iq4_nl plain)
+TEST_CASE("quantized GEMM iq4_nl x q8_0: every arch equals the definition, repacked weights too") {
+    check_gemm<quant::block_iq4_nl, kernels::gemm_iq4_nl, kernels::gemm_iq4_nl_rows4>();
 }
 
 TEST_CASE("quantized GEMM q8_0 x q8_0: every arch equals the definition, repacked weights too") {
@@ -292,12 +299,14 @@ TEST_CASE("q4_K repack: byte layout of a record, padding, and the 6-bit scale re
     CHECK(back == plain);
 }
 
-TEST_CASE("ARM q4_0 repack layouts: byte positions, which layout each arch gets, sizes") {
+TEST_CASE("ARM q4_0 / iq4_nl repack layouts: byte positions, which layout each arch gets, sizes") {
     constexpr type_id tid = type_id::q4_0;
     using L = kernels::repack_layout;
     CHECK_FALSE(kernels::can_repack(tid, 64, 4, L::rows8_b8));  // 8-row groups
     CHECK(kernels::can_repack(tid, 64, 8, L::rows8_b8));
-    CHECK_FALSE(kernels::can_repack(type_id::q8_0, 64, 8, L::rows4_b4));  // q4_0 only
+    CHECK(kernels::can_repack(type_id::iq4_nl, 64, 8, L::rows8_b8));
+    CHECK_FALSE(kernels::can_repack(type_id::iq4_nl, 64, 8, L::rows4_x16));   // no x16 record
+    CHECK_FALSE(kernels::can_repack(type_id::q8_0, 64, 8, L::rows4_b4));  // q4_0 and iq4_nl only
     CHECK_FALSE(kernels::can_repack(type_id::q4_K, 256, 8, L::rows8_b8));
     // 3 blocks per row, 16 rows, bytes at random: every quant byte and scale where the
     // header of kernels/quant/repack.hpp puts it
@@ -338,11 +347,14 @@ TEST_CASE("ARM q4_0 repack layouts: byte positions, which layout each arch gets,
         const L want8 = nm == "sve" ? L::rows8_b8 : nm == "i8mm" ? L::rows4_b8 : L::rows4_b4;
         const L want4 = nm == "sve" || nm == "i8mm" ? L::rows4_b8 : L::rows4_b4;
 #if defined(TESSERA_AARCH64)
-        CHECK(kernels::repack_layout_for(tid, 16, a) == want8);
-        CHECK(kernels::repack_layout_for(tid, 12, a) == want4);
+        for (type_id t : {tid, type_id::iq4_nl}) {
+            CHECK(kernels::repack_layout_for(t, 16, a) == want8);
+            CHECK(kernels::repack_layout_for(t, 12, a) == want4);
+        }
 #else
         (void)want8, (void)want4;
         CHECK(kernels::repack_layout_for(tid, 16, a) == L::rows4_x16);
+        CHECK(kernels::repack_layout_for(type_id::iq4_nl, 16, a) == L::rows4_x16);  // which cannot hold it: plain
 #endif
     }
 }

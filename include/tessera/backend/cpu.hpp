@@ -421,7 +421,7 @@ class repack_device_model {
 public:
     std::string_view name() const noexcept { return "CPU_REPACK"; }
     std::string_view description() const noexcept {
-        return "CPU, q4_0/q8_0/q4_K weights repacked for the packed GEMM (kernels/quant/repack.hpp)";
+        return "CPU, q4_0/q8_0/q4_K (and on AArch64 iq4_nl) weights repacked for the packed GEMM (kernels/quant/repack.hpp)";
     }
     memory_info memory() const { return detail::system_memory(); }
     device_type type() const noexcept { return device_type::accel; }

@@ -234,7 +234,7 @@ inline bool mul_mat_b_direct(const node& b) {
 // Block-type weights against at least qgemm_min_cols columns run the packed GEMM of
 // kernels/quant/gemm.hpp (every type with a vec_dot has one): the
 // activations packed once, the weights decoded 16 rows at a time into a per-thread panel.
-// Weights repacked by CPU_REPACK (q4_0, q8_0, q4_K) always take it.
+// Weights repacked by CPU_REPACK (q4_0, q8_0, q4_K; iq4_nl on AArch64) always take it.
 using kernels::qgemm_min_cols;
 inline bool use_qgemm(const node& a, const node& b) {
     return kernels::qgemm_supported(a.lay.type) && (is_repacked(a) || b.lay.ne[1] >= qgemm_min_cols);

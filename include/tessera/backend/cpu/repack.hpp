@@ -3,7 +3,8 @@
 // a q4_K tensor (ne0 % 256 == 0) placed in it, contiguous and with ne1 % 4 == 0, is
 // stored in a layout of kernels/quant/repack.hpp (rows interleaved four or eight at a
 // time, what the packed GEMM reads), the one repack_layout_for gives for the arch active
-// when the tensor is placed (on AArch64 q4_0 takes the interleave of that arch's GEMM);
+// when the tensor is placed (on AArch64 q4_0 and iq4_nl take the interleave of that
+// arch's GEMM; iq4_nl is repacked on AArch64 only);
 // the buffer records which tensors it repacked and how, so the graph node carries no
 // layout, and every arch's GEMM reads every layout. set_tensor repacks, get_tensor unpacks (reads give the
 // original bytes back, also for partial ranges), memset and clear act on the plain

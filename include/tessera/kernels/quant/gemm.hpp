@@ -52,7 +52,7 @@
 //               size_t y_stride_bytes, float* out, size_t ldo, std::byte* work)
 //               work: qgemm_work_bytes(T, k) bytes, 64-byte aligned
 //   gemm_<T>_rows4<A>(k, m, n, const std::byte* x_repacked, y_packed, y_stride, out, ldo)
-//               for q4_0, q8_0, q4_K (m % 4 == 0), no work buffer
+//               for q4_0, q8_0, q4_K, iq4_nl (m a multiple of the layout's rows), no work buffer
 // Layout helpers (plain functions, used outside the arch units):
 //   qgemm_lane(t), qgemm_act_row_bytes(t, k), qgemm_work_bytes(t, k), qgemm_pack_act<B>(k, y, out)
 #pragma once
@@ -125,12 +125,13 @@ constexpr qgemm_act_layout qgemm_act(int lane) noexcept {
     return {q, q + 64, q + 128, q + 192};
 }
 
-// On AArch64 the q4_0 activations keep each lane's quants whole instead (byte l * 32 + e
-// holds element e of lane l): the ARM q4_0 GEMM (kernels/arm/quant/gemm.hpp) reads 16
-// consecutive elements of a block per load. The other fields are where they are above.
+// On AArch64 the q4_0 and iq4_nl activations keep each lane's quants whole instead (byte
+// l * 32 + e holds element e of lane l): the ARM GEMM of these two (kernels/arm/quant/
+// gemm.hpp) reads 16 consecutive elements of a block per load. The other fields are where
+// they are above.
 constexpr bool qgemm_act_lane_major(type_id t) noexcept {
 #if defined(TESSERA_AARCH64)
-    return t == type_id::q4_0;
+    return t == type_id::q4_0 || t == type_id::iq4_nl;
 #else
     return (void)t, false;
 #endif
@@ -515,8 +516,14 @@ struct lane_codec<qg::block_q4_K> {  // 8 lanes of 32: nibbles, 6-bit scales and
 
 // The byte of a packed activation group that holds element e of lane l.
 template <class C>
+struct codec_block;
+template <class B>
+struct codec_block<lane_codec<B>> {
+    using type = B;
+};
+template <class C>
 constexpr std::size_t act_byte(int l, int e) noexcept {
-    if constexpr (std::is_same_v<C, lane_codec<qg::block_q4_0>> && qgemm_act_lane_major(type_id::q4_0))
+    if constexpr (qgemm_act_lane_major(quant::block_traits<typename codec_block<C>::type>::id))
         return static_cast<std::size_t>(l * C::lane + e);
     int t = e / 4;
     if constexpr (requires { C::k4_order; }) t = 2 * (e / 8) + (((e / 4) % 2) ^ (l % 2));
@@ -1018,6 +1025,7 @@ TESSERA_QGEMM_KERNEL_(tq2_0);
 TESSERA_QGEMM_R4_KERNEL_(q4_0);
 TESSERA_QGEMM_R4_KERNEL_(q8_0);
 TESSERA_QGEMM_R4_KERNEL_(q4_K);
+TESSERA_QGEMM_R4_KERNEL_(iq4_nl);
 #undef TESSERA_QGEMM_KERNEL_
 #undef TESSERA_QGEMM_R4_KERNEL_
 

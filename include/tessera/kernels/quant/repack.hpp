@@ -39,9 +39,10 @@
 // are re-encoded one value a byte): unpack gives the plain bytes back exactly, and when
 // nb % 16 == 0 the q4_0/q8_0 repacked matrix has the plain size (q4_K: 296 / 288 of it).
 //
-// The ARM layouts (q4_0 only; what the AArch64 GEMM of kernels/arm/quant/gemm.hpp reads:
-// the roles of ggml's q4_0_4x4, q4_0_4x8 and q4_0_8x8). R rows (4 or 8) are interleaved
-// block by block, I bytes (4 or 8) of each row's quants at a time:
+// The ARM layouts (q4_0 and iq4_nl, whose blocks are both an f16 d and 16 bytes of
+// nibbles; what the AArch64 GEMM of kernels/arm/quant/gemm.hpp reads: the roles of ggml's
+// q4_0_4x4, q4_0_4x8, q4_0_8x8 and iq4_nl_4x4). R rows (4 or 8) are interleaved block by
+// block, I bytes (4 or 8) of each row's quants at a time:
 //
 //   rows4_b4 (R 4, I 4): dot product with a lane-indexed SDOT (neon, dotprod)
 //   rows4_b8 (R 4, I 8): SMMLA, two rows by two columns of 8 bytes (i8mm)
@@ -51,7 +52,7 @@
 //   bytes 2i, 2i + 1           = d of row i's block b (f16)
 //   bytes 2R + (c*R + i)*I + j = qs[c*I + j] of row i's block b  (c < 16 / I, j < I)
 //
-// (a q4_0 byte holds element c*I + j in its low nibble and 16 + c*I + j in its high one).
+// (a byte holds element c*I + j in its low nibble and 16 + c*I + j in its high one).
 // No padding: the repacked matrix has the plain size. repack_layout_for picks the layout
 // of a type for an arch (x86 and the other types: rows4_x16).
 #pragma once
@@ -98,7 +99,7 @@ constexpr std::int64_t repack_groups(std::int64_t k) noexcept { return (k / 32 +
 
 // Whether layout l stores type t at all.
 constexpr bool repack_layout_has(repack_layout l, type_id t) noexcept {
-    return l == repack_layout::rows4_x16 ? repack_record_bytes(t) != 0 : t == type_id::q4_0;
+    return l == repack_layout::rows4_x16 ? repack_record_bytes(t) != 0 : t == type_id::q4_0 || t == type_id::iq4_nl;
 }
 // Whether rows of k elements, nrows of them, can be stored repacked in layout l.
 constexpr bool can_repack(type_id t, std::int64_t k, std::int64_t nrows, repack_layout l = repack_layout::rows4_x16) noexcept {
@@ -116,13 +117,14 @@ constexpr std::size_t repacked_bytes(type_id t, std::int64_t k, std::int64_t nro
     return static_cast<std::size_t>(nrows / repack_group_rows(l)) * repack_quad_bytes(t, k, l);
 }
 
-// The layout CPU_REPACK stores t in when the CPU runs arch a: on AArch64, q4_0 in the
-// interleave of a's GEMM (rows8_b8 on SVE when nrows % 8 == 0, rows4_b8 from i8mm,
+// The layout CPU_REPACK stores t in when the CPU runs arch a: on AArch64, q4_0 and iq4_nl
+// in the interleave of a's GEMM (rows8_b8 on SVE when nrows % 8 == 0, rows4_b8 from i8mm,
 // rows4_b4 below: every ARM layout has the plain size, so the choice never changes the
-// allocation); everything else rows4_x16.
+// allocation); everything else rows4_x16 (iq4_nl, which that layout lacks, stays plain
+// on x86).
 constexpr repack_layout repack_layout_for(type_id t, [[maybe_unused]] std::int64_t nrows, [[maybe_unused]] simd::arch_id a) noexcept {
 #if defined(TESSERA_AARCH64)
-    if (t == type_id::q4_0) {
+    if (t == type_id::q4_0 || t == type_id::iq4_nl) {
         if (a == simd::arch_id::sve && nrows % 8 == 0) return repack_layout::rows8_b8;
         if (a == simd::arch_id::i8mm || a == simd::arch_id::sve) return repack_layout::rows4_b8;
         return repack_layout::rows4_b4;
@@ -139,7 +141,7 @@ namespace repack_detail {
 // byte) for each super-block: those bytes are re-encoded, not moved.
 template <class F, class S>
 void for_each_run(type_id t, repack_layout lay, std::int64_t k, std::int64_t nrows, F&& f, S&& sc) {
-    if (lay != repack_layout::rows4_x16) {  // q4_0, R rows interleaved I bytes at a time
+    if (lay != repack_layout::rows4_x16) {  // q4_0 / iq4_nl, R rows interleaved I bytes at a time
         const std::int64_t R = repack_group_rows(lay), nb = k / 32;
         const std::size_t I = repack_interleave(lay), rec = static_cast<std::size_t>(18 * R);
         const std::size_t row_bytes = static_cast<std::size_t>(nb) * 18;

@@ -4,7 +4,7 @@
 //   gemv<A>        gemv_<B>: several rows against one partner row      (vec_dot.hpp)
 //   gemm<A>        gemm_<B>: the packed GEMM for many columns  (gemm.hpp)
 //   gemm_rows4<A>  gemm_<B>_rows4: the same on weights repacked by CPU_REPACK
-//                  (q4_0, q8_0, q4_K)                                   (gemm.hpp)
+//                  (q4_0, q8_0, q4_K; iq4_nl in the ARM layouts)                                   (gemm.hpp)
 //   quantize<A>    quantize_row_<B>: q8_0, q8_1, q8_K (activations) and q4_0
 //                  (quantize_act.hpp, quantize_w.hpp)
 // A member is absent where the type has no such kernel, so generic code asks
@@ -51,7 +51,7 @@ template <> struct quant_kernels<quant::block_q5_0> { TESSERA_ROWS_(q5_0) };
 template <> struct quant_kernels<quant::block_q5_1> { TESSERA_ROWS_(q5_1) };
 template <> struct quant_kernels<quant::block_q8_0> { TESSERA_ROWS_(q8_0) TESSERA_QUANTIZE_(q8_0) TESSERA_ROWS4_(q8_0) };
 template <> struct quant_kernels<quant::block_q8_1> { TESSERA_ROWS_(q8_1) TESSERA_QUANTIZE_(q8_1) };
-template <> struct quant_kernels<quant::block_iq4_nl> { TESSERA_ROWS_(iq4_nl) };
+template <> struct quant_kernels<quant::block_iq4_nl> { TESSERA_ROWS_(iq4_nl) TESSERA_ROWS4_(iq4_nl) };
 template <> struct quant_kernels<quant::block_mxfp4> { TESSERA_ROWS_(mxfp4) };
 template <> struct quant_kernels<quant::block_q2_K> { TESSERA_ROWS_(q2_K) };
 template <> struct quant_kernels<quant::block_q3_K> { TESSERA_ROWS_(q3_K) };

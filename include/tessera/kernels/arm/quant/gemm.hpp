@@ -82,13 +82,14 @@ struct qv128 {
     static TESSERA_ALWAYS_INLINE vf pair(float a, float b, int h) { return vdupq_n_f32(h >= 2 ? b : a); }  // lanes 0-7 a
 };
 
-// ---- q4_0 in the ARM interleaved layouts (repack.hpp) --------------------------------------
+// ---- q4_0 and iq4_nl in the ARM interleaved layouts (repack.hpp) ---------------------------
 // A group of R rows interleaved I bytes at a time, against the lane-major packed
 // activations (gemm.hpp's qgemm_act_lane_major). Every output is one f32 sum over the
 // blocks in order, acc = fma(S_b, d_b * dy_b, acc), S_b the block's whole integer dot
-// (started at -8 * isum_b): the same operations for every layout, arch and tile shape,
-// so the plain rows (interleaved into the work buffer per group) and the repacked ones
-// give the same bits, whichever layout CPU_REPACK chose.
+// (q4_0: nibbles against y, started at -8 * isum_b; iq4_nl (NL): the nibbles' levels,
+// one table lookup per 16, against y): the same operations for every layout, arch and
+// tile shape, so the plain rows (interleaved into the work buffer per group) and the
+// repacked ones give the same bits, whichever layout CPU_REPACK chose.
 
 // s += the 4-byte dot of each 32-bit slot of w with slot L of y (SDOT by element).
 template <class A, int L>
@@ -141,30 +142,51 @@ TESSERA_ALWAYS_INLINE void q4i_blocks(std::int64_t nb, F&& f) {
         for (int l = 0; l < lanes; ++l) f(g0 + l, go, l);
     }
 }
-TESSERA_ALWAYS_INLINE void q4i_nibbles(const std::byte* p, int8x16_t& lo, int8x16_t& hi) {
+// The 16 bytes at p as low and high nibbles (q4_0), or as their levels (NL: iq4_nl).
+template <bool NL>
+TESSERA_ALWAYS_INLINE void q4i_nibbles(const std::byte* p, int8x16_t levels, int8x16_t& lo, int8x16_t& hi) {
     const uint8x16_t v = vld1q_u8(reinterpret_cast<const std::uint8_t*>(p));
-    lo = vreinterpretq_s8_u8(vandq_u8(v, vdupq_n_u8(0x0F)));
-    hi = vreinterpretq_s8_u8(vshrq_n_u8(v, 4));
+    const uint8x16_t l = vandq_u8(v, vdupq_n_u8(0x0F)), h = vshrq_n_u8(v, 4);
+    if constexpr (NL) {
+        lo = vqtbl1q_s8(levels, l);
+        hi = vqtbl1q_s8(levels, h);
+    } else {
+        lo = vreinterpretq_s8_u8(l);
+        hi = vreinterpretq_s8_u8(h);
+    }
+}
+template <class A, bool NL>
+TESSERA_ALWAYS_INLINE int8x16_t q4i_levels() {
+    if constexpr (NL)
+        return vld1q_s8(tables<A>::iq4nl);
+    else
+        return vdupq_n_s8(0);
+}
+// The integer dot's start: q4_0's nibbles are w + 8.
+template <bool NL>
+TESSERA_ALWAYS_INLINE std::int32_t q4i_start(const q4i_act& a) {
+    return NL ? 0 : -8 * a.isum();
 }
 TESSERA_ALWAYS_INLINE float32x4_t q4i_d4(const std::byte* p) {  // four f16 scales
     return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(reinterpret_cast<const std::uint16_t*>(p))));
 }
 
 // rows4_b4: 4 rows x NC columns (NC <= 4), lane-indexed SDOT (slot = row).
-template <class A, int NC>
+template <class A, bool NL, int NC>
 void q4i_tile_b4(std::int64_t nb, const std::byte* w, const std::byte* y, std::size_t ys, float* out, std::size_t ldo,
                  int rows) {
+    const int8x16_t levels = q4i_levels<A, NL>();
     float32x4_t acc[NC];
     for (int j = 0; j < NC; ++j) acc[j] = vdupq_n_f32(0.0f);
     q4i_blocks(nb, [&](std::int64_t b, std::size_t go, int l) {
         const std::byte* rec = w + static_cast<std::size_t>(b) * 72;
         const float32x4_t dw = q4i_d4(rec);
         int8x16_t lo[4], hi[4];
-        for (int c = 0; c < 4; ++c) q4i_nibbles(rec + 8 + 16 * c, lo[c], hi[c]);
+        for (int c = 0; c < 4; ++c) q4i_nibbles<NL>(rec + 8 + 16 * c, levels, lo[c], hi[c]);
         for (int j = 0; j < NC; ++j) {
             const q4i_act a{y + static_cast<std::size_t>(j) * ys + go, l};
             const int8x16_t ya = a.q(0), yb = a.q(1);
-            int32x4_t s = vdupq_n_s32(-8 * a.isum());
+            int32x4_t s = vdupq_n_s32(q4i_start<NL>(a));
             s = sdot_lane<A, 0>(s, lo[0], ya);
             s = sdot_lane<A, 1>(s, lo[1], ya);
             s = sdot_lane<A, 2>(s, lo[2], ya);
@@ -185,10 +207,11 @@ void q4i_tile_b4(std::int64_t nb, const std::byte* w, const std::byte* y, std::s
 
 // rows4_b8 / rows8_b8: R rows x one pair of columns (c0, c1; c1 == c0 for a single one),
 // SMMLA per row pair; acc[p] = [r2p c0, r2p c1, r2p+1 c0, r2p+1 c1].
-template <class A, int R>
+template <class A, bool NL, int R>
 void q4i_tile_b8(std::int64_t nb, const std::byte* w, const std::byte* y0, const std::byte* y1, float* out, std::size_t ldo,
                  int rows, bool two) {
     constexpr int P = R / 2;
+    const int8x16_t levels = q4i_levels<A, NL>();
     float32x4_t acc[P];
     for (int p = 0; p < P; ++p) acc[p] = vdupq_n_f32(0.0f);
     q4i_blocks(nb, [&](std::int64_t b, std::size_t go, int l) {
@@ -204,14 +227,14 @@ void q4i_tile_b8(std::int64_t nb, const std::byte* w, const std::byte* y0, const
         const int8x16_t e0 = z1(ya0, ya1), e1 = z2(ya0, ya1), e2 = z1(yb0, yb1), e3 = z2(yb0, yb1);  // elements 8t..8t+7
         const float dy0 = a0.dy(), dy1 = a1.dy();
         const float32x4_t dyv = {dy0, dy1, dy0, dy1};
-        const std::int32_t i0 = -8 * a0.isum(), i1 = -8 * a1.isum();
+        const std::int32_t i0 = q4i_start<NL>(a0), i1 = q4i_start<NL>(a1);
         const int32x4_t s0 = {i0, i1, i0, i1};
         for (int p = 0; p < P; ++p) {
             const float32x4_t d4 = q4i_d4(rec + 8 * (p / 2));
             const float32x4_t dw = p % 2 == 0 ? vzip1q_f32(d4, d4) : vzip2q_f32(d4, d4);  // d_2p d_2p d_2p+1 d_2p+1
             int8x16_t lo0, hi0, lo1, hi1;
-            q4i_nibbles(rec + 2 * R + 16 * p, lo0, hi0);            // chunk 0: bytes 0-7 of rows 2p, 2p+1
-            q4i_nibbles(rec + 2 * R + 8 * R + 16 * p, lo1, hi1);    // chunk 1: bytes 8-15
+            q4i_nibbles<NL>(rec + 2 * R + 16 * p, levels, lo0, hi0);          // chunk 0: bytes 0-7 of rows 2p, 2p+1
+            q4i_nibbles<NL>(rec + 2 * R + 8 * R + 16 * p, levels, lo1, hi1);  // chunk 1: bytes 8-15
             int32x4_t s = mmla<A>(s0, lo0, e0);
             s = mmla<A>(s, lo1, e1);
             s = mmla<A>(s, hi0, e2);
@@ -232,18 +255,18 @@ void q4i_tile_b8(std::int64_t nb, const std::byte* w, const std::byte* y0, const
 }
 
 // One group of rows (rows <= R of them in use) against n columns.
-template <class A>
+template <class A, bool NL>
 void q4i_group(repack_layout lay, std::int64_t nb, const std::byte* w, int rows, std::int64_t n, const std::byte* y,
                std::size_t ys, float* out, std::size_t ldo) {
     const auto col = [&](std::int64_t c) { return y + static_cast<std::size_t>(c) * ys; };
     if (lay == repack_layout::rows4_b4) {
         std::int64_t c = 0;
-        for (; c + 4 <= n; c += 4) q4i_tile_b4<A, 4>(nb, w, col(c), ys, out + static_cast<std::size_t>(c) * ldo, ldo, rows);
+        for (; c + 4 <= n; c += 4) q4i_tile_b4<A, NL, 4>(nb, w, col(c), ys, out + static_cast<std::size_t>(c) * ldo, ldo, rows);
         float* o = out + static_cast<std::size_t>(c) * ldo;
         switch (n - c) {
-            case 3: q4i_tile_b4<A, 3>(nb, w, col(c), ys, o, ldo, rows); break;
-            case 2: q4i_tile_b4<A, 2>(nb, w, col(c), ys, o, ldo, rows); break;
-            case 1: q4i_tile_b4<A, 1>(nb, w, col(c), ys, o, ldo, rows); break;
+            case 3: q4i_tile_b4<A, NL, 3>(nb, w, col(c), ys, o, ldo, rows); break;
+            case 2: q4i_tile_b4<A, NL, 2>(nb, w, col(c), ys, o, ldo, rows); break;
+            case 1: q4i_tile_b4<A, NL, 1>(nb, w, col(c), ys, o, ldo, rows); break;
             default: break;
         }
         return;
@@ -252,18 +275,21 @@ void q4i_group(repack_layout lay, std::int64_t nb, const std::byte* w, int rows,
         const bool two = c + 1 < n;
         float* o = out + static_cast<std::size_t>(c) * ldo;
         if (lay == repack_layout::rows8_b8)
-            q4i_tile_b8<A, 8>(nb, w, col(c), col(two ? c + 1 : c), o, ldo, rows, two);
+            q4i_tile_b8<A, NL, 8>(nb, w, col(c), col(two ? c + 1 : c), o, ldo, rows, two);
         else
-            q4i_tile_b8<A, 4>(nb, w, col(c), col(two ? c + 1 : c), o, ldo, rows, two);
+            q4i_tile_b8<A, NL, 4>(nb, w, col(c), col(two ? c + 1 : c), o, ldo, rows, two);
     }
 }
 
-// Plain q4_0 rows: each group of R rows interleaved into work (the arch's layout), then
-// the same tiles; rows past m are zero blocks whose outputs are not stored.
-template <class A>
-void qgemm(std::int64_t k, std::int64_t m, std::int64_t n, const quant::block_q4_0* x, std::size_t xs, const std::byte* y,
-           std::size_t ys, float* out, std::size_t ldo, std::byte* work, simd::requires_arch<simd::neon>) {
-    const repack_layout lay = repack_layout_for(type_id::q4_0, 8, A::id);
+// Plain q4_0 / iq4_nl rows: each group of R rows interleaved into work (the arch's
+// layout), then the same tiles; rows past m are zero blocks whose outputs are not stored.
+template <class A, class B>
+void q4i_plain(std::int64_t k, std::int64_t m, std::int64_t n, const B* x, std::size_t xs, const std::byte* y,
+               std::size_t ys, float* out, std::size_t ldo, std::byte* work) {
+    constexpr type_id t = quant::block_traits<B>::id;
+    constexpr bool NL = t == type_id::iq4_nl;
+    static_assert(sizeof(B) == 18, "an f16 d and 16 bytes of nibbles");
+    const repack_layout lay = repack_layout_for(t, 8, A::id);
     const std::int64_t R = repack_group_rows(lay), nb = k / 32;
     const std::size_t I = repack_interleave(lay);
     const auto* xb = reinterpret_cast<const unsigned char*>(x);
@@ -277,14 +303,24 @@ void qgemm(std::int64_t k, std::int64_t m, std::int64_t n, const quant::block_q4
                     for (std::size_t c = 0; c < 16 / I; ++c) std::memset(rec + 2 * R + (c * static_cast<std::size_t>(R) + static_cast<std::size_t>(i)) * I, 0, I);
                     continue;
                 }
-                const auto* blk = reinterpret_cast<const quant::block_q4_0*>(xb + static_cast<std::size_t>(r0 + i) * xs) + b;
+                const auto* blk = reinterpret_cast<const B*>(xb + static_cast<std::size_t>(r0 + i) * xs) + b;
                 std::memcpy(rec + 2 * i, &blk->d, 2);
                 for (std::size_t c = 0; c < 16 / I; ++c)
                     std::memcpy(rec + 2 * R + (c * static_cast<std::size_t>(R) + static_cast<std::size_t>(i)) * I, blk->qs + c * I, I);
             }
         }
-        q4i_group<A>(lay, nb, work, rows, n, y, ys, out + r0, ldo);
+        q4i_group<A, NL>(lay, nb, work, rows, n, y, ys, out + r0, ldo);
     }
+}
+template <class A>
+void qgemm(std::int64_t k, std::int64_t m, std::int64_t n, const quant::block_q4_0* x, std::size_t xs, const std::byte* y,
+           std::size_t ys, float* out, std::size_t ldo, std::byte* work, simd::requires_arch<simd::neon>) {
+    q4i_plain<A>(k, m, n, x, xs, y, ys, out, ldo, work);
+}
+template <class A>
+void qgemm(std::int64_t k, std::int64_t m, std::int64_t n, const quant::block_iq4_nl* x, std::size_t xs, const std::byte* y,
+           std::size_t ys, float* out, std::size_t ldo, std::byte* work, simd::requires_arch<simd::neon>) {
+    q4i_plain<A>(k, m, n, x, xs, y, ys, out, ldo, work);
 }
 
 template <class A, class B>
@@ -295,20 +331,22 @@ void qgemm(std::int64_t k, std::int64_t m, std::int64_t n, const B* x, std::size
 template <class A, class B>
 void qgemm_r4(std::int64_t k, std::int64_t m, std::int64_t n, const std::byte* x, repack_layout lay, const std::byte* y,
               std::size_t ys, float* out, std::size_t ldo, simd::requires_arch<simd::neon>) {
-    if constexpr (std::is_same_v<B, quant::block_q4_0>) {
+    constexpr type_id t = quant::block_traits<B>::id;
+    if constexpr (t == type_id::q4_0 || t == type_id::iq4_nl) {
         if (lay != repack_layout::rows4_x16) {
             const std::int64_t R = repack_group_rows(lay);
-            const std::size_t group = repack_quad_bytes(type_id::q4_0, k, lay);
+            const std::size_t group = repack_quad_bytes(t, k, lay);
             for (std::int64_t q = 0; q < m / R; ++q)
-                q4i_group<A>(lay, k / 32, x + static_cast<std::size_t>(q) * group, static_cast<int>(R), n, y, ys,
-                             out + static_cast<std::size_t>(q * R), ldo);
+                q4i_group<A, t == type_id::iq4_nl>(lay, k / 32, x + static_cast<std::size_t>(q) * group, static_cast<int>(R), n, y,
+                                                   ys, out + static_cast<std::size_t>(q * R), ldo);
             return;
         }
-        qgemm_r4_unpacked<A, B>(k, m, n, x, lay, y, ys, out, ldo);  // rows4_x16: its activations are lane-major here
-    } else {
-        if (lay != repack_layout::rows4_x16) return qgemm_r4_unpacked<A, B>(k, m, n, x, lay, y, ys, out, ldo);
-        qgemm_rows4_wide<A, qv128<A>, B>(k, m, n, x, y, ys, out, ldo);
     }
+    if constexpr (repack_layout_has(repack_layout::rows4_x16, t) && t != type_id::q4_0) {
+        if (lay == repack_layout::rows4_x16) return qgemm_rows4_wide<A, qv128<A>, B>(k, m, n, x, y, ys, out, ldo);
+    }
+    // q4_0 in rows4_x16 (its activations are lane-major here), q8_0 / q4_K in an ARM layout
+    qgemm_r4_unpacked<A, B>(k, m, n, x, lay, y, ys, out, ldo);
 }
 
 }  // namespace qdetail

@@ -183,14 +183,16 @@ void qgemm(std::int64_t k, std::int64_t m, std::int64_t n, const B* x, std::size
 template <class A, class B>
 void qgemm_r4(std::int64_t k, std::int64_t m, std::int64_t n, const std::byte* x, repack_layout lay, const std::byte* y,
               std::size_t ys, float* out, std::size_t ldo, simd::requires_arch<simd::avx2>) {
-    if (lay != repack_layout::rows4_x16) return qgemm_r4_unpacked<A, B>(k, m, n, x, lay, y, ys, out, ldo);  // ARM layouts
-    qgemm_rows4_wide<A, qv256<A>, B>(k, m, n, x, y, ys, out, ldo);
+    if constexpr (repack_layout_has(repack_layout::rows4_x16, quant::block_traits<B>::id))
+        if (lay == repack_layout::rows4_x16) return qgemm_rows4_wide<A, qv256<A>, B>(k, m, n, x, y, ys, out, ldo);
+    qgemm_r4_unpacked<A, B>(k, m, n, x, lay, y, ys, out, ldo);  // the ARM layouts
 }
 template <class A, class B>
 void qgemm_r4(std::int64_t k, std::int64_t m, std::int64_t n, const std::byte* x, repack_layout lay, const std::byte* y,
               std::size_t ys, float* out, std::size_t ldo, simd::requires_arch<simd::avx512bw>) {
-    if (lay != repack_layout::rows4_x16) return qgemm_r4_unpacked<A, B>(k, m, n, x, lay, y, ys, out, ldo);  // ARM layouts
-    qgemm_rows4_wide<A, qv512<A>, B>(k, m, n, x, y, ys, out, ldo);
+    if constexpr (repack_layout_has(repack_layout::rows4_x16, quant::block_traits<B>::id))
+        if (lay == repack_layout::rows4_x16) return qgemm_rows4_wide<A, qv512<A>, B>(k, m, n, x, y, ys, out, ldo);
+    qgemm_r4_unpacked<A, B>(k, m, n, x, lay, y, ys, out, ldo);  // the ARM layouts
 }
 
 }  // namespace qdetail
