@@ -123,7 +123,7 @@ inline void quantize_row_ref(const float* x, block_q4_1* y, std::int64_t n) {
         y[b].m = f16::from_float(mm.min);
         std::uint8_t q[qk4_1];
         for (int j = 0; j < qk4_1; ++j) {
-            const int v = detail::trunc_i8((x[j] - mm.min) * id + 0.5f);
+            const int v = detail::trunc_i8(detail::rounded((x[j] - mm.min) * id) + 0.5f);
             q[j] = static_cast<std::uint8_t>(v < 15 ? v : 15);
         }
         detail::store_nibbles32(y[b].qs, q);
@@ -149,8 +149,8 @@ void dequantize_row_unchecked(const block_q4_1* x, float* y, std::int64_t n) noe
     for (std::int64_t b = 0; b < n / qk4_1; ++b, y += qk4_1) {
         const float d = detail::widen<Tag>(x[b].d), m = detail::widen<Tag>(x[b].m);
         for (int j = 0; j < 16; ++j) {
-            y[j] = static_cast<float>(x[b].qs[j] & 0xF) * d + m;
-            y[j + 16] = static_cast<float>(x[b].qs[j] >> 4) * d + m;
+            y[j] = detail::rounded(static_cast<float>(x[b].qs[j] & 0xF) * d) + m;
+            y[j + 16] = detail::rounded(static_cast<float>(x[b].qs[j] >> 4) * d) + m;
         }
     }
 }
@@ -179,7 +179,7 @@ inline void quantize_row_ref(const float* x, block_q5_0* y, std::int64_t n) {
         y[b].d = f16::from_float(d);
         std::uint8_t q[qk5_0];
         for (int j = 0; j < qk5_0; ++j) {
-            const int v = detail::trunc_i8(x[j] * id + 16.5f);
+            const int v = detail::trunc_i8(detail::rounded(x[j] * id) + 16.5f);
             q[j] = static_cast<std::uint8_t>(v < 31 ? v : 31);
         }
         detail::store_nibbles32(y[b].qs, q);
@@ -239,7 +239,7 @@ inline void quantize_row_ref(const float* x, block_q5_1* y, std::int64_t n) {
         y[b].d = f16::from_float(d);
         y[b].m = f16::from_float(mm.min);
         std::uint8_t q[qk5_1];
-        for (int j = 0; j < qk5_1; ++j) q[j] = detail::trunc_u8((x[j] - mm.min) * id + 0.5f);
+        for (int j = 0; j < qk5_1; ++j) q[j] = detail::trunc_u8(detail::rounded((x[j] - mm.min) * id) + 0.5f);
         detail::store_nibbles32(y[b].qs, q);
         detail::store_q5_high_bits(y[b].qh, q);
     }
@@ -268,8 +268,8 @@ void dequantize_row_unchecked(const block_q5_1* x, float* y, std::int64_t n) noe
         for (int j = 0; j < 16; ++j) {
             const unsigned v0 = (x[b].qs[j] & 0xFu) | (((h >> j) & 1u) << 4);
             const unsigned v1 = (x[b].qs[j] >> 4) | (((h >> (j + 16)) & 1u) << 4);
-            y[j] = static_cast<float>(v0) * d + m;
-            y[j + 16] = static_cast<float>(v1) * d + m;
+            y[j] = detail::rounded(static_cast<float>(v0) * d) + m;
+            y[j + 16] = detail::rounded(static_cast<float>(v1) * d) + m;
         }
     }
 }
