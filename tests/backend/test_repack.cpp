@@ -84,6 +84,43 @@ void definition(type_id t, std::int64_t k, std::int64_t m, std::int64_t n, const
             }
 }
 
+// y = mul_mat(w, x) with w in a CPU_REPACK buffer, and y_plain = mul_mat(w_plain, x) with
+// the same weights in a CPU buffer: w [k, m] of type t, x [k, n] f32.
+struct repacked_mul_mat {
+    graph::context ctx{{true}};
+    any_tensor w, wp, x, y, yp;
+    graph::cgraph g;
+    any_buffer wb, cb;
+    std::int64_t m, n;
+    repacked_mul_mat(type_id t, std::int64_t k, std::int64_t m_, std::int64_t n_, const std::vector<std::byte>& wq,
+                     const std::vector<float>& xf)
+        : m(m_), n(n_) {
+        w = graph::new_tensor(ctx, t, {k, m, 1, 1}, "w");
+        wp = graph::new_tensor(ctx, t, {k, m, 1, 1}, "w_plain");
+        x = graph::new_tensor(ctx, type_id::f32, {k, n, 1, 1}, "x");
+        y = graph::mul_mat(w, x).set_name("y");
+        yp = graph::mul_mat(wp, x).set_name("y_plain");
+        g.build_forward_expand(y);
+        g.build_forward_expand(yp);
+        std::vector<node*> weights{w.get()}, rest{wp.get(), x.get()};
+        for (node* nd : g.nodes()) rest.push_back(nd);
+        wb = alloc_tensors(weights, repack_buffer_type(), buffer_usage::weights);
+        cb = alloc_tensors(rest, cpu_buffer_type());
+        tensor_set(*w.get(), wq.data(), 0, wq.size());
+        tensor_set(*wp.get(), wq.data(), 0, wq.size());
+        tensor_set(*x.get(), xf.data(), 0, xf.size() * 4);
+    }
+    // computes both products on the active arch; {repacked, plain}
+    std::pair<std::vector<float>, std::vector<float>> run(int threads) {
+        cpu_backend be(threads);
+        be.graph_compute(g);
+        std::vector<float> got(static_cast<std::size_t>(m * n)), plain(got.size());
+        tensor_get(*y.get(), got.data(), 0, got.size() * 4);
+        tensor_get(*yp.get(), plain.data(), 0, plain.size() * 4);
+        return {got, plain};
+    }
+};
+
 }  // namespace
 
 TEST_CASE("CPU_REPACK: which tensors are repacked, and their sizes") {
@@ -202,27 +239,12 @@ TEST_CASE("CPU_REPACK: mul_mat on repacked weights equals the definition, every 
                            tcase{type_id::q8_0, 1056, 132}, tcase{type_id::q4_K, 768, 68}, tcase{type_id::q4_K, 256, 4},
                            tcase{type_id::q4_K, 1024, 12}, tcase{type_id::iq4_nl, 768, 68}, tcase{type_id::iq4_nl, 320, 72}}) {
         for (std::int64_t n : {1, 2, 5, 16}) {
-            graph::context ctx({true});
-            any_tensor w = graph::new_tensor(ctx, tc.t, {tc.k, tc.m, 1, 1}, "w");
-            any_tensor wp = graph::new_tensor(ctx, tc.t, {tc.k, tc.m, 1, 1}, "w_plain");
-            any_tensor x = graph::new_tensor(ctx, type_id::f32, {tc.k, n, 1, 1}, "x");
-            any_tensor y = graph::mul_mat(w, x).set_name("y");
-            any_tensor yp = graph::mul_mat(wp, x).set_name("y_plain");
-            graph::cgraph g;
-            g.build_forward_expand(y);
-            g.build_forward_expand(yp);
-            std::vector<node*> weights{w.get()}, rest{wp.get(), x.get()};
-            for (node* nd : g.nodes()) rest.push_back(nd);
-            any_buffer wb = alloc_tensors(weights, repack_buffer_type(), buffer_usage::weights);
-            any_buffer cb = alloc_tensors(rest, cpu_buffer_type());
-            // iq4_nl has only the ARM layouts: on x86 it stays plain (and must still be right)
-            REQUIRE(backend::is_repacked(*w.get()) ==
-                    kernels::repack_layout_has(kernels::repack_layout_for(tc.t, tc.m, simd::active_arch()), tc.t));
             const auto wq = quantized(tc.t, tc.k, tc.m, 11);
             const auto xf = normal_floats(static_cast<std::size_t>(tc.k * n), 12);
-            tensor_set(*w.get(), wq.data(), 0, wq.size());
-            tensor_set(*wp.get(), wq.data(), 0, wq.size());
-            tensor_set(*x.get(), xf.data(), 0, xf.size() * 4);
+            repacked_mul_mat mm(tc.t, tc.k, tc.m, n, wq, xf);
+            // iq4_nl has only the ARM layouts: on x86 it stays plain (and must still be right)
+            REQUIRE(backend::is_repacked(*mm.w.get()) ==
+                    kernels::repack_layout_has(kernels::repack_layout_for(tc.t, tc.m, simd::active_arch()), tc.t));
             std::vector<double> want, mag;
             definition(tc.t, tc.k, tc.m, n, wq, xf, want, mag);
             for (simd::arch_id a : simd::available_archs()) {
@@ -234,11 +256,9 @@ TEST_CASE("CPU_REPACK: mul_mat on repacked weights equals the definition, every 
                     CAPTURE(n);
                     CAPTURE(simd::name_of(a));
                     CAPTURE(threads);
-                    cpu_backend be(threads);
-                    be.graph_compute(g);
-                    std::vector<float> got(static_cast<std::size_t>(tc.m * n)), plain(got.size());
-                    tensor_get(*y.get(), got.data(), 0, got.size() * 4);
-                    tensor_get(*yp.get(), plain.data(), 0, plain.size() * 4);
+                    const auto r = mm.run(threads);  // (no structured binding: doctest's CHECK is a lambda for clang 14)
+                    const std::vector<float>& got = r.first;
+                    const std::vector<float>& plain = r.second;
                     int bad = 0;
                     for (std::size_t i = 0; i < got.size(); ++i) {
                         const double tol = 4.0 * static_cast<double>(tc.k / 32 + 16) * 0x1p-24 * mag[i];
@@ -272,33 +292,16 @@ TEST_CASE("CPU_REPACK: the layout is the one of the arch active at placement, an
             CAPTURE(type_name(t));
             CAPTURE(simd::name_of(place));
             simd::set_active_arch(place);
-            graph::context ctx({true});
-            any_tensor w = graph::new_tensor(ctx, t, {k, m, 1, 1}, "w");
-            any_tensor wp = graph::new_tensor(ctx, t, {k, m, 1, 1}, "w_plain");
-            any_tensor x = graph::new_tensor(ctx, type_id::f32, {k, n, 1, 1}, "x");
-            any_tensor y = graph::mul_mat(w, x).set_name("y");
-            any_tensor yp = graph::mul_mat(wp, x).set_name("y_plain");
-            graph::cgraph g;
-            g.build_forward_expand(y);
-            g.build_forward_expand(yp);
-            std::vector<node*> weights{w.get()}, rest{wp.get(), x.get()};
-            for (node* nd : g.nodes()) rest.push_back(nd);
-            any_buffer wb = alloc_tensors(weights, repack_buffer_type(), buffer_usage::weights);
-            any_buffer cb = alloc_tensors(rest, cpu_buffer_type());
-            REQUIRE(backend::is_repacked(*w.get()));
-            CHECK(backend::repacked_layout(*w.get()) == kernels::repack_layout_for(t, m, place));
-            tensor_set(*w.get(), wq.data(), 0, wq.size());
-            tensor_set(*wp.get(), wq.data(), 0, wq.size());
-            tensor_set(*x.get(), xf.data(), 0, xf.size() * 4);
-            CHECK(read_all(*w.get()) == wq);
+            repacked_mul_mat mm(t, k, m, n, wq, xf);
+            REQUIRE(backend::is_repacked(*mm.w.get()));
+            CHECK(backend::repacked_layout(*mm.w.get()) == kernels::repack_layout_for(t, m, place));
+            CHECK(read_all(*mm.w.get()) == wq);
             for (simd::arch_id a : simd::available_archs()) {
                 CAPTURE(simd::name_of(a));
                 simd::set_active_arch(a);
-                cpu_backend be(1);
-                be.graph_compute(g);
-                std::vector<float> got(static_cast<std::size_t>(m * n)), plain(got.size());
-                tensor_get(*y.get(), got.data(), 0, got.size() * 4);
-                tensor_get(*yp.get(), plain.data(), 0, plain.size() * 4);
+                const auto r = mm.run(1);
+                const std::vector<float>& got = r.first;
+                const std::vector<float>& plain = r.second;
                 int bad = 0;
                 for (std::size_t i = 0; i < got.size(); ++i)
                     if (!(std::fabs(got[i] - want[i]) <= 4.0 * static_cast<double>(k / 32 + 16) * 0x1p-24 * mag[i])) ++bad;

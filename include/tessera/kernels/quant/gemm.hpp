@@ -160,6 +160,15 @@ constexpr std::size_t qgemm_work_bytes(type_id t, std::int64_t k) noexcept {
 inline constexpr int qgemm_k4_elem(int l, int t, int i) noexcept { return 8 * (t / 2) + 4 * ((t % 2) ^ (l % 2)) + i; }
 inline constexpr std::size_t qgemm_k4_w_group_bytes = 256 + 64 + 64;  // q4_K panel record: nibbles, a, b (f32)
 
+// The byte of a packed activation group of t's GEMM that holds element e of lane l: the
+// x16 order (q4_K's chunks in its nibble order, the inverse of qgemm_k4_elem), or the
+// lane-major one (qgemm_act_lane_major). The packer and the scalar kernel both use it.
+constexpr std::size_t qgemm_act_byte(type_id t, int l, int e) noexcept {
+    if (qgemm_act_lane_major(t)) return static_cast<std::size_t>(l * qgemm_lane(t) + e);
+    const int c = t == type_id::q4_K ? 2 * (e / 8) + (((e / 4) % 2) ^ (l % 2)) : e / 4;
+    return static_cast<std::size_t>(c * 64 + l * 4 + e % 4);
+}
+
 // One row of activations, already quantized to B's dot partner (k elements), into the
 // packed layout of B's GEMM; lanes past k / lane are zero. Run once per activation row,
 // outside the arch units.
@@ -169,7 +178,7 @@ void qgemm_pack_act(std::int64_t k, const typename quant::block_traits<B>::dot_p
     constexpr int lane = qgemm_lane(quant::block_traits<B>::id);
     constexpr auto qp = static_cast<int>(quant::block_traits<P>::block_size);
     static_assert(lane != 0, "B has a packed GEMM");
-    constexpr bool k4 = std::is_same_v<B, quant::block_q4_K>;
+    constexpr type_id t = quant::block_traits<B>::id;
     constexpr qgemm_act_layout lay = qgemm_act(lane);
     const std::int64_t nl = k / lane;
     std::memset(out, 0, static_cast<std::size_t>(qgemm_groups(k, lane)) * lay.bytes);
@@ -179,13 +188,9 @@ void qgemm_pack_act(std::int64_t k, const typename quant::block_traits<B>::dot_p
         const P& blk = y[j * lane / qp];
         const std::int8_t* q = blk.qs + (j * lane) % qp;
         int s = 0;
-        for (int p = 0; p < lane; ++p) {
-            const std::int8_t v = q[k4 ? qgemm_k4_elem(l, p / 4, p % 4) : p];
-            if constexpr (qgemm_act_lane_major(quant::block_traits<B>::id))
-                std::memcpy(g + l * lane + p, &v, 1);
-            else
-                std::memcpy(g + (p / 4) * 64 + l * 4 + p % 4, &v, 1);
-            s += v;
+        for (int e = 0; e < lane; ++e) {
+            std::memcpy(g + qgemm_act_byte(t, l, e), q + e, 1);
+            s += q[e];
         }
         float dy, bs;
         if constexpr (std::is_same_v<P, quant::block_q8_K>) {
@@ -212,8 +217,7 @@ namespace qg = ::tessera::quant;
 // lane_codec<B>: lane (elements per lane), off (u = w + off; 0: u = w >= 0), wide (w needs
 // all of int8, see above), min (lanes have a second coefficient b), and decode<A>(block,
 // u[block_size], a[block_size / lane], b[...]) writing the block's elements in order.
-// q4_K's activations are packed in the order of its repacked nibbles (qgemm_k4_elem),
-// which its codec marks as k4_order.
+// q4_K's activations are packed in the order of its repacked nibbles (qgemm_act_byte).
 template <class B>
 struct lane_codec;
 
@@ -499,7 +503,7 @@ struct lane_codec<qg::block_tq2_0> {  // 8 lanes of 32: 2-bit q, w = q - 1
 template <>
 struct lane_codec<qg::block_q4_K> {  // 8 lanes of 32: nibbles, 6-bit scales and mins
     static constexpr int lane = 32, off = 0;
-    static constexpr bool wide = false, min = true, k4_order = true;
+    static constexpr bool wide = false, min = true;
     template <class A>
     static TESSERA_ALWAYS_INLINE void decode(const qg::block_q4_K& x, std::uint8_t* u, float* a, float* b) {
         for (int j = 0; j < 8; ++j)
@@ -523,11 +527,7 @@ struct codec_block<lane_codec<B>> {
 };
 template <class C>
 constexpr std::size_t act_byte(int l, int e) noexcept {
-    if constexpr (qgemm_act_lane_major(quant::block_traits<typename codec_block<C>::type>::id))
-        return static_cast<std::size_t>(l * C::lane + e);
-    int t = e / 4;
-    if constexpr (requires { C::k4_order; }) t = 2 * (e / 8) + (((e / 4) % 2) ^ (l % 2));
-    return static_cast<std::size_t>(t * 64 + l * 4 + e % 4);
+    return qgemm_act_byte(quant::block_traits<typename codec_block<C>::type>::id, l, e);
 }
 // The offset the wide tiles start a lane at (wide types: 128 with VNNI, where the weights
 // enter as w ^ 0x80; none on the sign path).

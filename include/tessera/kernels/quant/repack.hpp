@@ -135,6 +135,13 @@ constexpr repack_layout repack_layout_for(type_id t, [[maybe_unused]] std::int64
 }
 
 namespace repack_detail {
+// The runs of one block of row i in an ARM layout (R rows, I bytes at a time): f(offset
+// in the plain block, offset in the group's record of that block, length).
+template <class F>
+TESSERA_ALWAYS_INLINE void arm_block_runs(std::int64_t R, std::size_t I, std::size_t i, F&& f) {
+    f(std::size_t{0}, 2 * i, std::size_t{2});
+    for (std::size_t c = 0; c < 16 / I; ++c) f(2 + c * I, static_cast<std::size_t>(2 * R) + (c * static_cast<std::size_t>(R) + i) * I, I);
+}
 // Calls f(plain byte offset, packed byte offset, length) for every run of bytes the
 // repack moves; the same walk serves both directions. For q4_K it also calls
 // sc(plain offset of a super-block's scales[12], packed offset of its lane 0's scale
@@ -151,9 +158,7 @@ void for_each_run(type_id t, repack_layout lay, std::int64_t k, std::int64_t nro
             for (std::int64_t b = 0; b < nb; ++b) {
                 const std::size_t src = static_cast<std::size_t>(r) * row_bytes + static_cast<std::size_t>(b) * 18;
                 const std::size_t dst = grp + static_cast<std::size_t>(b) * rec;
-                f(src, dst + 2 * i, std::size_t{2});
-                for (std::size_t c = 0; c < 16 / I; ++c)
-                    f(src + 2 + c * I, dst + static_cast<std::size_t>(2 * R) + (c * static_cast<std::size_t>(R) + i) * I, I);
+                arm_block_runs(R, I, i, [&](std::size_t p, std::size_t q, std::size_t n) { f(src + p, dst + q, n); });
             }
         }
         return;

@@ -295,18 +295,13 @@ void q4i_plain(std::int64_t k, std::int64_t m, std::int64_t n, const B* x, std::
     const auto* xb = reinterpret_cast<const unsigned char*>(x);
     for (std::int64_t r0 = 0; r0 < m; r0 += R) {
         const int rows = static_cast<int>(m - r0 < R ? m - r0 : R);
+        if (rows < R) std::memset(work, 0, static_cast<std::size_t>(nb * 18 * R));  // absent rows: zero blocks
         for (std::int64_t b = 0; b < nb; ++b) {
             std::byte* rec = work + static_cast<std::size_t>(b * 18 * R);
-            for (int i = 0; i < R; ++i) {
-                if (i >= rows) {
-                    std::memset(rec + 2 * i, 0, 2);
-                    for (std::size_t c = 0; c < 16 / I; ++c) std::memset(rec + 2 * R + (c * static_cast<std::size_t>(R) + static_cast<std::size_t>(i)) * I, 0, I);
-                    continue;
-                }
-                const auto* blk = reinterpret_cast<const B*>(xb + static_cast<std::size_t>(r0 + i) * xs) + b;
-                std::memcpy(rec + 2 * i, &blk->d, 2);
-                for (std::size_t c = 0; c < 16 / I; ++c)
-                    std::memcpy(rec + 2 * R + (c * static_cast<std::size_t>(R) + static_cast<std::size_t>(i)) * I, blk->qs + c * I, I);
+            for (int i = 0; i < rows; ++i) {
+                const auto* blk = reinterpret_cast<const unsigned char*>(reinterpret_cast<const B*>(xb + static_cast<std::size_t>(r0 + i) * xs) + b);
+                repack_detail::arm_block_runs(R, I, static_cast<std::size_t>(i),
+                                              [&](std::size_t p, std::size_t q, std::size_t len) { std::memcpy(rec + q, blk + p, len); });
             }
         }
         q4i_group<A, NL>(lay, nb, work, rows, n, y, ys, out + r0, ldo);
