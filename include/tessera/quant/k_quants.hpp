@@ -280,7 +280,7 @@ void dequantize_row_unchecked(const block_q2_K* x, float* y, std::int64_t n) noe
                     const std::uint8_t sc = x[b].scales[is++];
                     const float dl = d * static_cast<float>(sc & 0xF), ml = dmin * static_cast<float>(sc >> 4);
                     for (int l = 0; l < 16; ++l) {
-                        const float v = detail::rounded(dl * static_cast<float>((qs[16 * part + l] >> shift) & 3));
+                        const float v = dl * static_cast<float>((qs[16 * part + l] >> shift) & 3);
                         *y++ = v - ml;
                     }
                 }
@@ -515,7 +515,7 @@ void dequantize_row_unchecked(const block_q5_K* x, float* y, std::int64_t n) noe
             std::uint8_t sc, m;
             detail::get_scale_min_k4(j, x[b].scales, sc, m);
             const float dj = d * sc, mj = dmin * m;
-            for (int l = 0; l < 32; ++l) *y++ = detail::rounded(dj * static_cast<float>(a[32 * j + l])) - mj;
+            for (int l = 0; l < 32; ++l) *y++ = dj * static_cast<float>(a[32 * j + l]) - mj;
         }
     }
 }

@@ -149,8 +149,8 @@ void dequantize_row_unchecked(const block_q4_1* x, float* y, std::int64_t n) noe
     for (std::int64_t b = 0; b < n / qk4_1; ++b, y += qk4_1) {
         const float d = detail::widen<Tag>(x[b].d), m = detail::widen<Tag>(x[b].m);
         for (int j = 0; j < 16; ++j) {
-            y[j] = detail::rounded(static_cast<float>(x[b].qs[j] & 0xF) * d) + m;
-            y[j + 16] = detail::rounded(static_cast<float>(x[b].qs[j] >> 4) * d) + m;
+            y[j] = static_cast<float>(x[b].qs[j] & 0xF) * d + m;
+            y[j + 16] = static_cast<float>(x[b].qs[j] >> 4) * d + m;
         }
     }
 }
@@ -268,8 +268,8 @@ void dequantize_row_unchecked(const block_q5_1* x, float* y, std::int64_t n) noe
         for (int j = 0; j < 16; ++j) {
             const unsigned v0 = (x[b].qs[j] & 0xFu) | (((h >> j) & 1u) << 4);
             const unsigned v1 = (x[b].qs[j] >> 4) | (((h >> (j + 16)) & 1u) << 4);
-            y[j] = detail::rounded(static_cast<float>(v0) * d) + m;
-            y[j + 16] = detail::rounded(static_cast<float>(v1) * d) + m;
+            y[j] = static_cast<float>(v0) * d + m;
+            y[j + 16] = static_cast<float>(v1) * d + m;
         }
     }
 }

@@ -51,8 +51,10 @@ void check_row(std::int64_t n, const char* what) {
 // from the baseline x86 build and from ggml's outputs. The empty asm makes the rounded
 // value the only input; without fast FMA (baseline x86-64) there is nothing to fuse and
 // the code is as before. The quantizers' x * id + 8.5 / 16.5 / 0.5 (q4_0, q5_0, q4_1,
-// q5_1) and the dequantizers' d * q + m or - m (q4_1, q5_1, q2_K, q4_K, q5_K) use it
-// directly for the same reason.
+// q5_1) and q4_K's dequantizer (d * q - m) use it directly for the same reason. The
+// other dequantizers (q4_1, q5_1, q2_K, q5_K) do not: the empty asm stops the loop from
+// vectorizing (1.3x to 2.9x the instructions in an AVX2 unit), and a fused d * q + m is
+// the more exact value, not a different integer.
 TESSERA_ALWAYS_INLINE float rounded(float v) noexcept {
 #if defined(__GNUC__) && defined(__FP_FAST_FMAF) && defined(__aarch64__)
     __asm__("" : "+w"(v));
