@@ -163,8 +163,9 @@ inline constexpr std::size_t qgemm_k4_w_group_bytes = 256 + 64 + 64;  // q4_K pa
 // The byte of a packed activation group of t's GEMM that holds element e of lane l: the
 // x16 order (q4_K's chunks in its nibble order, the inverse of qgemm_k4_elem), or the
 // lane-major one (qgemm_act_lane_major). The packer and the scalar kernel both use it.
-constexpr std::size_t qgemm_act_byte(type_id t, int l, int e) noexcept {
-    if (qgemm_act_lane_major(t)) return static_cast<std::size_t>(l * qgemm_lane(t) + e);
+template <type_id t>
+constexpr std::size_t qgemm_act_byte(int l, int e) noexcept {
+    if constexpr (qgemm_act_lane_major(t)) return static_cast<std::size_t>(l * qgemm_lane(t) + e);
     const int c = t == type_id::q4_K ? 2 * (e / 8) + (((e / 4) % 2) ^ (l % 2)) : e / 4;
     return static_cast<std::size_t>(c * 64 + l * 4 + e % 4);
 }
@@ -188,9 +189,9 @@ void qgemm_pack_act(std::int64_t k, const typename quant::block_traits<B>::dot_p
         const P& blk = y[j * lane / qp];
         const std::int8_t* q = blk.qs + (j * lane) % qp;
         int s = 0;
-        for (int e = 0; e < lane; ++e) {
-            std::memcpy(g + qgemm_act_byte(t, l, e), q + e, 1);
-            s += q[e];
+        for (int e = 0; e < lane; e += 4) {  // every order keeps elements 4i..4i+3 together
+            std::memcpy(g + qgemm_act_byte<t>(l, e), q + e, 4);
+            s += q[e] + q[e + 1] + q[e + 2] + q[e + 3];
         }
         float dy, bs;
         if constexpr (std::is_same_v<P, quant::block_q8_K>) {
@@ -527,7 +528,7 @@ struct codec_block<lane_codec<B>> {
 };
 template <class C>
 constexpr std::size_t act_byte(int l, int e) noexcept {
-    return qgemm_act_byte(quant::block_traits<typename codec_block<C>::type>::id, l, e);
+    return qgemm_act_byte<quant::block_traits<typename codec_block<C>::type>::id>(l, e);
 }
 // The offset the wide tiles start a lane at (wide types: 128 with VNNI, where the weights
 // enter as w ^ 0x80; none on the sign path).
