@@ -3,7 +3,8 @@
 # later): meson, ninja, both compilers, xsimd, doctest, Google Benchmark, the Unicode
 # data the tokenizer tables are generated from, and for the Vulkan device its headers
 # (libvulkan-dev, which brings the loader), Mesa's drivers (lavapipe, a Vulkan device on
-# the CPU, which CI tests on) and glslc (regenerates the committed SPIR-V). Uses sudo
+# the CPU, which CI tests on), glslc (regenerates the committed SPIR-V) and the Khronos
+validation layer (one test run under it). Uses sudo
 # when not root.
 set -euo pipefail
 SUDO=""
@@ -13,5 +14,5 @@ $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends \
     meson ninja-build g++ clang libclang-rt-dev pkg-config python3 binutils \
     libxsimd-dev doctest-dev libbenchmark-dev unicode-data ca-certificates git \
-    libvulkan-dev mesa-vulkan-drivers glslc >/dev/null
+    libvulkan-dev mesa-vulkan-drivers glslc vulkan-validationlayers >/dev/null
 echo "tessera: build dependencies installed"
