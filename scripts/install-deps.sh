@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # Installs what tessera needs to build, test and benchmark on Debian (bookworm or
-# later): meson, ninja, both compilers, xsimd, doctest, Google Benchmark, and the
-# Unicode data the tokenizer tables are generated from. Uses sudo when not root.
+# later): meson, ninja, both compilers, xsimd, doctest, Google Benchmark, the Unicode
+# data the tokenizer tables are generated from, and for the Vulkan device its headers
+# (libvulkan-dev, which brings the loader), Mesa's drivers (lavapipe, a Vulkan device on
+# the CPU, which CI tests on), glslc (regenerates the committed SPIR-V) and the Khronos
+validation layer (one test run under it). Uses sudo
+# when not root.
 set -euo pipefail
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
@@ -9,5 +13,6 @@ export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends \
     meson ninja-build g++ clang libclang-rt-dev pkg-config python3 binutils \
-    libxsimd-dev doctest-dev libbenchmark-dev unicode-data ca-certificates git >/dev/null
+    libxsimd-dev doctest-dev libbenchmark-dev unicode-data ca-certificates git \
+    libvulkan-dev mesa-vulkan-drivers glslc vulkan-validationlayers >/dev/null
 echo "tessera: build dependencies installed"

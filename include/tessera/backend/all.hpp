@@ -1,4 +1,5 @@
-// The backend layer: concepts, type-erased handles, the CPU and reference backends,
+// The backend layer: concepts, type-erased handles, the CPU and reference backends, the
+// Vulkan device (when built with TESSERA_VULKAN),
 // the registry, the scheduler and the utilities.
 #pragma once
 
@@ -15,3 +16,4 @@
 #include "tessera/backend/registry.hpp"
 #include "tessera/backend/scheduler.hpp"
 #include "tessera/backend/utils.hpp"
+#include "tessera/backend/vulkan.hpp"

@@ -1,7 +1,10 @@
 // The registry of backends (ggml_backend_reg_* / ggml_backend_dev_* / init_by_*):
 // the registered backend families and their devices, found by index, name (case
 // insensitive) or type, and backends initialized from them. The CPU family is always
-// registered, and stays last (ggml's order: other backends first, CPU last).
+// registered, and stays last (ggml's order: other backends first, CPU last). The
+// process-wide registry also lists the Vulkan family when tessera is built with it
+// (TESSERA_VULKAN) and the loader finds a device; a registry() made by the user holds
+// only what it is given.
 #pragma once
 
 #include <algorithm>
@@ -13,6 +16,7 @@
 
 #include "tessera/backend/any.hpp"
 #include "tessera/backend/cpu.hpp"
+#include "tessera/backend/vulkan.hpp"
 #include "tessera/config.hpp"
 #include "tessera/core/error.hpp"
 
@@ -32,6 +36,14 @@ public:
     // The process-wide registry.
     static registry& global() {
         static registry r;
+#if defined(TESSERA_VULKAN) && TESSERA_VULKAN
+        // (the first call opens the Vulkan loader: 0.1-0.2 s; TESSERA_VULKAN=0 skips it)
+        static const bool vulkan_once = [] {
+            if (vulkan_reg().device_count() > 0) r.register_backend(vulkan_reg());
+            return true;
+        }();
+        (void)vulkan_once;
+#endif
         return r;
     }
     registry() { regs_.push_back(cpu_reg()); }
