@@ -4,8 +4,7 @@
 # data the tokenizer tables are generated from, and for the Vulkan device its headers
 # (libvulkan-dev, which brings the loader), Mesa's drivers (lavapipe, a Vulkan device on
 # the CPU, which CI tests on), glslc (regenerates the committed SPIR-V) and the Khronos
-validation layer (one test run under it). Uses sudo
-# when not root.
+# validation layer (one test run under it). Uses sudo when not root.
 set -euo pipefail
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
