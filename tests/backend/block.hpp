@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdint>
 #include <functional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -129,6 +130,35 @@ inline void set_inputs(block& b, std::int64_t shift = 0) {
     backend::tensor_set(*b.tokens.get(), tok.data(), 0, tok.size() * 4);
     backend::tensor_set(*b.pos.get(), pos.data(), 0, pos.size() * 4);
     backend::tensor_set(*b.mask.get(), mask.data(), 0, mask.size() * 4);
+}
+
+// A block whose weights named in `on_dev` are in a buffer of `dev_buft` (a device's) and
+// the others in a CPU buffer (both usage weights), the weights filled.
+struct placed {
+    block b;
+    std::vector<backend::any_buffer> buffers;
+};
+inline placed place(dims d, const std::set<std::string>& on_dev, const backend::any_buffer_type& dev_buft) {
+    placed p{build(d), {}};
+    std::vector<graph::node*> dev_w, cpu_w;
+    for (graph::node* w : p.b.weights) (on_dev.count(w->name) ? dev_w : cpu_w).push_back(w);
+    if (!dev_w.empty()) p.buffers.push_back(backend::alloc_tensors(dev_w, dev_buft, backend::buffer_usage::weights));
+    if (!cpu_w.empty()) p.buffers.push_back(backend::alloc_tensors(cpu_w, backend::cpu_buffer_type(), backend::buffer_usage::weights));
+    fill_weights(p.b);
+    return p;
+}
+
+// The block's output computed by the CPU backend alone (every tensor in CPU buffers).
+inline std::vector<float> cpu_only(dims d = {}, std::int64_t shift = 0) {
+    placed p = place(d, {}, backend::cpu_buffer_type());
+    std::vector<graph::node*> rest;
+    for (graph::node* n : p.b.g.leafs())
+        if (!n->data) rest.push_back(n);
+    for (graph::node* n : p.b.g.nodes()) rest.push_back(n);
+    backend::any_buffer buf = backend::alloc_tensors(rest, backend::cpu_buffer_type());
+    set_inputs(p.b, shift);
+    backend::cpu_init(2).graph_compute(p.b.g);
+    return backend::tensor_to_f32(*p.b.out.get());
 }
 
 }  // namespace blocktest

@@ -20,33 +20,10 @@ struct refuse_guard {  // makes the reference device refuse ops for one test
     ~refuse_guard() { reference_options().refuse.clear(); }
 };
 
-// Weights named in `on_ref` go to a REF buffer, the others to a CPU buffer (both usage weights).
-struct placed {
-    blocktest::block b;
-    std::vector<any_buffer> buffers;
-};
-placed place(blocktest::dims d, const std::set<std::string>& on_ref) {
-    placed p{blocktest::build(d), {}};
-    std::vector<graph::node*> ref_w, cpu_w;
-    for (graph::node* w : p.b.weights) (on_ref.count(w->name) ? ref_w : cpu_w).push_back(w);
-    if (!ref_w.empty()) p.buffers.push_back(alloc_tensors(ref_w, reference_buffer_type(), buffer_usage::weights));
-    if (!cpu_w.empty()) p.buffers.push_back(alloc_tensors(cpu_w, cpu_buffer_type(), buffer_usage::weights));
-    blocktest::fill_weights(p.b);
-    return p;
-}
-
-// The block's output computed by the CPU backend alone.
-std::vector<float> cpu_only(blocktest::dims d, std::int64_t shift = 0) {
-    placed p = place(d, {});
-    std::vector<graph::node*> rest;
-    for (graph::node* n : p.b.g.leafs())
-        if (!n->data) rest.push_back(n);
-    for (graph::node* n : p.b.g.nodes()) rest.push_back(n);
-    any_buffer buf = alloc_tensors(rest, cpu_buffer_type());
-    blocktest::set_inputs(p.b, shift);
-    cpu_init(2).graph_compute(p.b.g);
-    return tensor_to_f32(*p.b.out.get());
-}
+// Weights named in `on_ref` go to a REF buffer, the others to a CPU buffer.
+using blocktest::cpu_only;
+using blocktest::placed;
+placed place(blocktest::dims d, const std::set<std::string>& on_ref) { return blocktest::place(d, on_ref, reference_buffer_type()); }
 
 graph::node* find(const blocktest::block& b, const char* name) {
     graph::node* n = b.g.find(name);

@@ -201,23 +201,23 @@ struct vulkan_host_buffer_type_model {
 };
 static_assert(buffer_type<vulkan_host_buffer_type_model>);
 
-inline any_buffer_type vulkan_buffer_type(std::size_t i) {
-    static const std::vector<any_buffer_type> v = [] {
-        std::vector<any_buffer_type> r;
-        for (std::size_t k = 0; k < vulkan_device_count(); ++k) r.emplace_back(vulkan_buffer_type_model{k});
+namespace vulkan {
+// The handle of device i's Model, made once per device (handles compare by identity).
+template <class Handle, class Model>
+Handle per_device(std::size_t i) {
+    static const std::vector<Handle> v = [] {
+        std::vector<Handle> r;
+        for (std::size_t k = 0; k < vulkan_device_count(); ++k) r.emplace_back(Model{k});
         return r;
     }();
-    vulkan::context_at(i);  // the range check and its message
+    context_at(i);  // the range check and its message
     return v[i];
 }
+}  // namespace vulkan
+
+inline any_buffer_type vulkan_buffer_type(std::size_t i) { return vulkan::per_device<any_buffer_type, vulkan_buffer_type_model>(i); }
 inline any_buffer_type vulkan_host_buffer_type(std::size_t i) {
-    static const std::vector<any_buffer_type> v = [] {
-        std::vector<any_buffer_type> r;
-        for (std::size_t k = 0; k < vulkan_device_count(); ++k) r.emplace_back(vulkan_host_buffer_type_model{k});
-        return r;
-    }();
-    vulkan::context_at(i);
-    return v[i];
+    return vulkan::per_device<any_buffer_type, vulkan_host_buffer_type_model>(i);
 }
 
 // ---- stream -----------------------------------------------------------------------------------
@@ -552,15 +552,7 @@ struct vulkan_device_model {
 };
 static_assert(device<vulkan_device_model>);
 
-inline any_device vulkan_device(std::size_t i) {
-    static const std::vector<any_device> v = [] {
-        std::vector<any_device> r;
-        for (std::size_t k = 0; k < vulkan_device_count(); ++k) r.emplace_back(vulkan_device_model{k});
-        return r;
-    }();
-    vulkan::context_at(i);
-    return v[i];
-}
+inline any_device vulkan_device(std::size_t i) { return vulkan::per_device<any_device, vulkan_device_model>(i); }
 
 struct vulkan_reg_model {
     std::string_view name() const noexcept { return "Vulkan"; }

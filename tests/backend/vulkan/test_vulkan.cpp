@@ -444,30 +444,9 @@ TEST_CASE("Vulkan streams: async set/get/copy are ordered with compute") {
 // ---- the scheduler across Vulkan and the CPU --------------------------------------------------
 
 namespace {
-struct placed {
-    blocktest::block b;
-    std::vector<any_buffer> buffers;
-};
-placed place(blocktest::dims d, const std::set<std::string>& on_vk) {
-    placed p{blocktest::build(d), {}};
-    std::vector<graph::node*> vk_w, cpu_w;
-    for (graph::node* w : p.b.weights) (on_vk.count(w->name) ? vk_w : cpu_w).push_back(w);
-    if (!vk_w.empty()) p.buffers.push_back(alloc_tensors(vk_w, vulkan_buffer_type(0), buffer_usage::weights));
-    if (!cpu_w.empty()) p.buffers.push_back(alloc_tensors(cpu_w, cpu_buffer_type(), buffer_usage::weights));
-    blocktest::fill_weights(p.b);
-    return p;
-}
-std::vector<float> cpu_only(blocktest::dims d, std::int64_t shift) {
-    placed p = place(d, {});
-    std::vector<graph::node*> rest;
-    for (graph::node* n : p.b.g.leafs())
-        if (!n->data) rest.push_back(n);
-    for (graph::node* n : p.b.g.nodes()) rest.push_back(n);
-    any_buffer buf = alloc_tensors(rest, cpu_buffer_type());
-    blocktest::set_inputs(p.b, shift);
-    cpu_init(2).graph_compute(p.b.g);
-    return tensor_to_f32(*p.b.out.get());
-}
+using blocktest::cpu_only;
+using blocktest::placed;
+placed place(blocktest::dims d, const std::set<std::string>& on_vk) { return blocktest::place(d, on_vk, vulkan_buffer_type(0)); }
 }  // namespace
 
 TEST_CASE("Vulkan + CPU scheduler: a block split between them equals the CPU alone (n_copies 1, 2, 4)") {
