@@ -490,6 +490,14 @@ TEST_CASE("Vulkan in the registry: global() lists it, a fresh registry does not"
     CHECK_FALSE(fresh.dev_by_type(device_type::gpu));
     CHECK_FALSE(vulkan_device(0).description().empty());
     MESSAGE("Vulkan0: ", vulkan_device(0).description(), ", ", vulkan_device(0).memory().total >> 20, " MiB");
+    // a CPU-type Vulkan device (lavapipe) is emulated: best_device() passes over it
+    const bool cpu_type = vulkan::context_at(0).emulated();
+    CHECK(vulkan_device(0).emulated() == cpu_type);
+    bool real_gpu = false;
+    for (const any_device& d : g.devices()) real_gpu = real_gpu || (d.type() == device_type::gpu && !d.emulated());
+    if (!real_gpu) CHECK(g.best_device() == cpu_device());
+    if (cpu_type) CHECK(g.best_device() != vulkan_device(0));
+    CHECK_FALSE(cpu_device().emulated());
 }
 
 // ---- no Vulkan driver (run with VK_ICD_FILENAMES=/nonexistent.json) ------------------------------
