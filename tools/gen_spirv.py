@@ -33,6 +33,10 @@ FLAGS = ["-O", "--target-env=vulkan1.2"]
 # (array name, source file, extra glslc arguments such as -DNAME=value)
 BASE_SHADERS = [
     ("eltwise", "eltwise.comp", []),
+    ("get_rows", "get_rows.comp", []),
+    ("set_rows", "set_rows.comp", []),
+    ("reduce", "reduce.comp", []),
+    ("soft_max", "soft_max.comp", []),
     ("mul_mat_f32", "mul_mat_f32.comp", []),
 ]
 SHADERS = [v for name, src, extra in BASE_SHADERS

@@ -10,6 +10,7 @@
 #if defined(TESSERA_VULKAN) && TESSERA_VULKAN
 
 #include <array>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -357,6 +358,204 @@ inline void glu_record(recorder& r, const node& d) {
     eltwise_dispatch(r, d, p, ba, ba, bd);
 }
 
+// ---- get_rows, set_rows (shaders/get_rows.comp, set_rows.comp) -----------------------------
+
+struct get_rows_push {
+    std::array<std::uint32_t, 4> ne, anb, inb, dnb;
+    std::uint32_t aoff, ioff, doff, ta, arows;
+};
+static_assert(sizeof(get_rows_push) == 84);
+
+inline std::string get_rows_supports(const node& d, const context& c) {
+    const node* a = d.src[0];
+    const node* ix = d.src[1];
+    if (!a || !ix) return "needs rows and indices";
+    if (std::string why = operand_ok(*a, c, "src0", {type_id::f32, type_id::f16, type_id::bf16, type_id::q4_0, type_id::q8_0});
+        !why.empty())
+        return why;
+    if (std::string why = operand_ok(*ix, c, "the indices", {type_id::i32}); !why.empty()) return why;
+    if (std::string why = operand_ok(d, c, "the result", {type_id::f32}); !why.empty()) return why;
+    if (is_quantized(a->lay.type) && (a->lay.nb[0] != static_cast<std::size_t>(type_size(a->lay.type)) || a->lay.ne[0] % 32))
+        return "src0's " + type_str(*a) + " blocks are not contiguous along its rows";
+    if (d.lay.ne[0] != a->lay.ne[0] || d.lay.ne[1] != ix->lay.ne[0] || d.lay.ne[2] != ix->lay.ne[1] || d.lay.ne[3] != ix->lay.ne[2] ||
+        a->lay.ne[2] != ix->lay.ne[1] || a->lay.ne[3] != ix->lay.ne[2])
+        return "shapes of the rows, indices and result do not match";
+    return {};
+}
+inline void get_rows_record(recorder& r, const node& d) {
+    const node& a = *d.src[0];
+    const node& ix = *d.src[1];
+    get_rows_push p{};
+    p.ne = u4(d.lay.ne);
+    p.anb = strides(a, unit_of(a.lay.type));
+    p.inb = strides(ix, 4);
+    p.dnb = strides(d, 4);
+    p.ta = code_of(a.lay.type);
+    p.arows = static_cast<std::uint32_t>(a.lay.ne[1]);
+    const binding ba = r.bind(a, unit_of(a.lay.type)), bi = r.bind(ix, 4), bd = r.bind(d, 4);
+    p.aoff = ba.first;
+    p.ioff = bi.first;
+    p.doff = bd.first;
+    r.dispatch(shader_id::get_rows, {ba, bi, bd}, p, static_cast<std::uint64_t>(d.lay.nelements()), 256);
+}
+
+struct set_rows_push {
+    std::array<std::uint32_t, 4> ne, anb, inb, ine, dnb;
+    std::uint32_t aoff, ioff, doff, types, drows, i64;
+};
+static_assert(sizeof(set_rows_push) == 104);
+
+// set_rows(dst, b, idx): the node is dst's view; src0 = b (the rows), src1 = the indices
+inline std::string set_rows_supports(const node& d, const context& c) {
+    const node* b = d.src[0];
+    const node* ix = d.src[1];
+    if (!b || !ix) return "needs rows and indices";
+    if (std::string why = operand_ok(*b, c, "src0", float_in); !why.empty()) return why;
+    if (std::string why = operand_ok(*ix, c, "the indices", {type_id::i32, type_id::i64}); !why.empty()) return why;
+    if (std::string why = operand_ok(d, c, "the destination", float_out); !why.empty()) return why;
+    if (b->lay.ne[0] != d.lay.ne[0] || b->lay.ne[2] != d.lay.ne[2] || b->lay.ne[3] != d.lay.ne[3] || ix->lay.ne[0] != b->lay.ne[1] ||
+        ix->lay.ne[1] == 0 || ix->lay.ne[2] == 0 || b->lay.ne[2] % ix->lay.ne[1] || b->lay.ne[3] % ix->lay.ne[2])
+        return "shapes of the rows, indices and destination do not match";
+    return {};
+}
+inline void set_rows_record(recorder& r, const node& d) {
+    const node& b = *d.src[0];
+    const node& ix = *d.src[1];
+    set_rows_push p{};
+    p.ne = u4(b.lay.ne);
+    p.anb = strides(b, unit_of(b.lay.type));
+    p.inb = strides(ix, 4);
+    p.ine = u4(ix.lay.ne);
+    p.dnb = strides(d, unit_of(d.lay.type));
+    p.types = code_of(b.lay.type) | code_of(d.lay.type) << 8;
+    p.drows = static_cast<std::uint32_t>(d.lay.ne[1]);
+    p.i64 = ix.lay.type == type_id::i64 ? 1u : 0u;
+    const binding ba = r.bind(b, unit_of(b.lay.type)), bi = r.bind(ix, 4), bd = r.bind(d, unit_of(d.lay.type));
+    p.aoff = ba.first;
+    p.ioff = bi.first;
+    p.doff = bd.first;
+    r.dispatch(shader_id::set_rows, {ba, bi, bd}, p, static_cast<std::uint64_t>(b.lay.nelements()), 256);
+}
+
+// ---- row reductions (shaders/reduce.comp): one workgroup of 128 per row ---------------------
+
+struct reduce_push {
+    std::array<std::uint32_t, 4> ne, anb, dnb;
+    std::uint32_t aoff, doff, op, types;
+    float eps;
+};
+static_assert(sizeof(reduce_push) == 68);
+
+inline std::string reduce_supports(const node& d, const context& c) {
+    const node* a = d.src[0];
+    if (!a) return "needs a source";
+    if (std::string why = operand_ok(*a, c, "src0", float_in); !why.empty()) return why;
+    const auto& an = a->lay.ne;
+    switch (d.op) {
+        case op_kind::argmax:
+            if (std::string why = operand_ok(d, c, "the result", {type_id::i32}); !why.empty()) return why;
+            if (an[0] == 0) return "src0 has empty rows";
+            if (an[2] != 1 || an[3] != 1 || d.lay.ne[0] != an[1]) return "src0 is not a matrix of the result's rows";
+            return {};
+        case op_kind::sum_rows:
+        case op_kind::mean:
+            if (std::string why = operand_ok(d, c, "the result", float_out); !why.empty()) return why;
+            if (d.lay.ne[0] != 1 || d.lay.ne[1] != an[1] || d.lay.ne[2] != an[2] || d.lay.ne[3] != an[3])
+                return "the result is not one value per row of src0";
+            return {};
+        default:  // rms_norm, norm
+            if (std::string why = operand_ok(d, c, "the result", float_out); !why.empty()) return why;
+            if (d.lay.ne != an) return "src0's shape differs from the result's";
+            return {};
+    }
+}
+inline void reduce_record(recorder& r, const node& d) {
+    const node& a = *d.src[0];
+    reduce_push p{};
+    p.ne = u4(a.lay.ne);
+    p.anb = strides(a, unit_of(a.lay.type));
+    p.dnb = strides(d, unit_of(d.lay.type));
+    switch (d.op) {
+        case op_kind::rms_norm: p.op = 0; break;
+        case op_kind::norm: p.op = 1; break;
+        case op_kind::sum_rows: p.op = 2; break;
+        case op_kind::mean: p.op = 3; break;
+        default: p.op = 4; break;  // argmax
+    }
+    if (p.op < 2) p.eps = d.param<graph::norm_params>().eps;
+    p.types = code_of(a.lay.type) | code_of(d.lay.type) << 8;
+    const binding ba = r.bind(a, unit_of(a.lay.type)), bd = r.bind(d, unit_of(d.lay.type));
+    p.aoff = ba.first;
+    p.doff = bd.first;
+    const auto rows = static_cast<std::uint64_t>(a.lay.ne[1] * a.lay.ne[2] * a.lay.ne[3]);
+    r.dispatch(shader_id::reduce, {ba, ba, bd}, p, rows * 128, 128);
+}
+
+// ---- soft_max (shaders/soft_max.comp): one workgroup of 128 per row --------------------------
+
+struct soft_max_push {
+    std::array<std::uint32_t, 4> ne, anb, mne, mnb, dnb;
+    std::uint32_t aoff, moff, doff, types, has_mask;
+    float scale, m0, m1;
+    std::uint32_t n_log2, alibi;
+};
+static_assert(sizeof(soft_max_push) == 120);
+
+inline std::string soft_max_supports(const node& d, const context& c) {
+    const node* a = d.src[0];
+    const node* m = d.src[1];
+    if (!a) return "needs a source";
+    if (d.src[2]) return "attention sinks (src2) are not implemented by the Vulkan device";
+    if (std::string why = operand_ok(*a, c, "src0", float_in); !why.empty()) return why;
+    if (std::string why = operand_ok(d, c, "the result", float_out); !why.empty()) return why;
+    if (d.lay.ne != a->lay.ne) return "src0's shape differs from the result's";
+    if (m) {
+        if (std::string why = operand_ok(*m, c, "the mask", {type_id::f32, type_id::f16}); !why.empty()) return why;
+        const auto &mn = m->lay.ne, &an = a->lay.ne;
+        if (mn[0] != an[0] || mn[1] < an[1] || mn[2] == 0 || mn[3] == 0 || an[2] % mn[2] || an[3] % mn[3])
+            return "the mask does not cover src0 (ggml's broadcast over dims 2 and 3)";
+    } else if (d.param<graph::soft_max_params>().max_bias > 0.0f) {
+        return "ALiBi (max_bias > 0) without a mask";
+    }
+    return {};
+}
+inline void soft_max_record(recorder& r, const node& d) {
+    const node& a = *d.src[0];
+    const node* m = d.src[1];
+    const auto& sp = d.param<graph::soft_max_params>();
+    soft_max_push p{};
+    p.ne = u4(a.lay.ne);
+    p.anb = strides(a, unit_of(a.lay.type));
+    p.dnb = strides(d, unit_of(d.lay.type));
+    p.scale = sp.scale;
+    if (sp.max_bias > 0.0f) {  // ggml's ALiBi slopes over the heads of dim 2
+        const auto n_head = static_cast<std::uint32_t>(a.lay.ne[2]);
+        std::uint32_t n_log2 = 1;
+        while (n_log2 * 2 <= n_head) n_log2 *= 2;
+        p.alibi = 1;
+        p.n_log2 = n_log2;
+        p.m0 = std::pow(2.0f, -sp.max_bias / static_cast<float>(n_log2));
+        p.m1 = std::pow(2.0f, -(sp.max_bias / 2.0f) / static_cast<float>(n_log2));
+    }
+    const binding ba = r.bind(a, unit_of(a.lay.type)), bd = r.bind(d, unit_of(d.lay.type));
+    binding bm = ba;
+    p.mne = p.ne;
+    p.mnb = p.anb;
+    p.types = code_of(a.lay.type) | code_of(a.lay.type) << 4 | code_of(d.lay.type) << 8;
+    if (m) {
+        bm = r.bind(*m, unit_of(m->lay.type));
+        p.mne = u4(m->lay.ne);
+        p.mnb = strides(*m, unit_of(m->lay.type));
+        p.types = code_of(a.lay.type) | code_of(m->lay.type) << 4 | code_of(d.lay.type) << 8;
+        p.has_mask = 1;
+    }
+    p.aoff = ba.first;
+    p.moff = bm.first;
+    p.doff = bd.first;
+    const auto rows = static_cast<std::uint64_t>(a.lay.ne[1] * a.lay.ne[2] * a.lay.ne[3]);
+    r.dispatch(shader_id::soft_max, {ba, bm, bd}, p, rows * 128, 128);
+}
+
 // ---- mul_mat (shaders/mul_mat_f32.comp) ----------------------------------------------------
 
 struct mul_mat_push {
@@ -408,9 +607,9 @@ struct op_entry {
 // sizes of src0, src1 and the result, 4 for f32, 2 for f16 and bf16) and flops; a
 // broadcast operand is counted as read once per element (a GPU serves the repeats from
 // cache). docs/backends.md lists the same.
-inline const std::array<op_entry, 11>& op_table() {
+inline const std::array<op_entry, 19>& op_table() {
     using namespace detail_ops;
-    static const std::array<op_entry, 11> t{{
+    static const std::array<op_entry, 19> t{{
         {op_kind::add, binary_supports, binary_record, {"sa + sb + sd", "1"}},
         {op_kind::sub, binary_supports, binary_record, {"sa + sb + sd", "1"}},
         {op_kind::mul, binary_supports, binary_record, {"sa + sb + sd", "1"}},
@@ -421,6 +620,14 @@ inline const std::array<op_entry, 11>& op_table() {
         {op_kind::cpy, copy_supports, copy_record, {"sa + sd", "0"}},
         {op_kind::dup, copy_supports, copy_record, {"sa + sd", "0"}},
         {op_kind::cont, copy_supports, copy_record, {"sa + sd", "0"}},
+        {op_kind::get_rows, get_rows_supports, get_rows_record, {"sa + 4 (its index) + 4; q4_0 18/32, q8_0 34/32 for sa", "0 (1 quantized)"}},
+        {op_kind::set_rows, set_rows_supports, set_rows_record, {"sa + 4 (or 8, its index) + sd, per element of src0", "0"}},
+        {op_kind::rms_norm, reduce_supports, reduce_record, {"2 sa + sd (the row is read twice)", "3"}},
+        {op_kind::norm, reduce_supports, reduce_record, {"3 sa + sd", "5"}},
+        {op_kind::sum_rows, reduce_supports, reduce_record, {"ne0 sa + sd", "ne0"}},
+        {op_kind::mean, reduce_supports, reduce_record, {"ne0 sa + sd", "ne0 + 1"}},
+        {op_kind::argmax, reduce_supports, reduce_record, {"ne0 sa + 4", "ne0 (compares)"}},
+        {op_kind::soft_max, soft_max_supports, soft_max_record, {"3 (sa + sm) + sd (three passes; sm: the mask's, 0 without)", "~12"}},
         {op_kind::mul_mat, mul_mat_supports, mul_mat_record, {"8k + 4", "2k"}},
     }};
     return t;
