@@ -7,6 +7,14 @@
 // bound (llama.cpp test-backend-ops: 1e-7 by default, 5e-4 for mul_mat and
 // flash_attn_ext with non-f32 operands, 1e-6 for soft_max, 0 for argmax and same-type
 // copies). Infinities must match exactly and are left out of the NMSE; NaN fails.
+//
+// A device target: with TESSERA_HARNESS_DEVICE=<device name> (e.g. Vulkan0) check() runs
+// each case on that device instead of the CPU archs. The whole placed image -- tensors,
+// pads and sentinels -- is uploaded into one buffer of the device, the graph computed
+// there, and the image read back, so the same comparison and sentinel checks judge the
+// device's bytes. A case whose graph the device does not take is counted and named, not
+// failed (the scheduler would keep it on the CPU). The lookup of the device lives in
+// harness_device.cpp, so the op-test units do not include device headers.
 #pragma once
 
 #include <doctest/doctest.h>
@@ -15,7 +23,10 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <cstdio>
+#include <cstdlib>
 #include <functional>
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
@@ -150,17 +161,52 @@ inline backend::cpu::executor& executor(int threads) {
     return threads == 1 ? one : two;
 }
 
+// Where run_once placed the case: every owned tensor at base + offs[i], inside total bytes.
+struct image {
+    std::byte* base = nullptr;
+    std::size_t total = 0;
+    std::vector<node*> owned;
+    std::vector<std::size_t> offs;
+};
+using compute_fn = std::function<void(cgraph&, const image&)>;
+
+// The device target (set up by harness_device.cpp when TESSERA_HARNESS_DEVICE is set).
+struct device_target {
+    std::string name;
+    std::string missing;                                  // non-empty: the device is not there, and why
+    std::function<std::string(const cgraph&)> refusal;    // "" when the device takes every node of g
+    compute_fn compute;                                   // uploads the image, computes g, reads the image back
+    std::size_t ran = 0, refused = 0;
+    std::map<std::string, std::size_t> refusals;          // first line of each reason -> cases
+};
+// Filled in by harness_device.cpp (linked into the op-test binary); null without it.
+inline device_target* (*&device_provider())() {
+    static device_target* (*p)() = nullptr;
+    return p;
+}
+inline device_target* device_requested() {
+    const char* e = std::getenv("TESSERA_HARNESS_DEVICE");
+    if (!e || !*e) return nullptr;
+    if (!device_provider()) FAIL("TESSERA_HARNESS_DEVICE is set, but this binary has no device target (harness_device.cpp)");
+    return device_provider()();
+}
+
 struct outcome {
     double nmse = 0;
     bool sentinels = true, nan = false, inf_mismatch = false;
+    std::string refused;  // the device target did not take the graph (nothing was computed)
 };
 
-// Builds, fills, computes and compares one case under the active arch with n threads.
-inline outcome run_once(const build_fn& build, const ref_fn& ref, int threads, unsigned seed) {
+// Builds, fills, computes (with `compute`, or on the device target when refusal is set)
+// and compares one case.
+inline outcome run_once(const build_fn& build, const ref_fn& ref, const compute_fn& compute, unsigned seed,
+                        const std::function<std::string(const cgraph&)>& refusal = {}) {
     context ctx({.no_alloc = true});
     built b = build(ctx);
     cgraph g;
     g.build_forward_expand(any_tensor(b.out));
+    if (refusal)
+        if (std::string why = refusal(g); !why.empty()) return outcome{.refused = why};
     // placement: [sentinel][t0][sentinel][t1][sentinel]...
     std::vector<node*> owned;
     for (node* n : g.leafs()) owned.push_back(n);
@@ -206,7 +252,7 @@ inline outcome run_once(const build_fn& build, const ref_fn& ref, int threads, u
     std::vector<host> in;
     for (node* n : b.inputs) in.push_back(to_host(n));
     host expect = ref(in);
-    executor(threads).compute(g);
+    compute(g, image{base, total, owned, offs});
     host got = to_host(b.out);
     outcome o;
     REQUIRE(expect.ne == got.ne);
@@ -252,7 +298,8 @@ inline node* strided_input(context& ctx, type_id t, std::array<std::int64_t, 4> 
     return view(any_tensor(w), ne, {w->lay.nb[1], w->lay.nb[2], w->lay.nb[3]}, 0).get();
 }
 
-// Runs a case under every available arch at 1 and 2 threads and checks it.
+// Runs a case under every available arch at 1 and 2 threads and checks it; or, with a
+// device target, on that device only.
 inline void check(const std::string& name, const build_fn& build, const ref_fn& ref) {
     const auto saved = simd::active_arch();
     double bound = 0;
@@ -260,10 +307,30 @@ inline void check(const std::string& name, const build_fn& build, const ref_fn& 
         context ctx({.no_alloc = true});
         bound = build(ctx).max_nmse;
     }
+    if (device_target* d = device_requested()) {
+        if (!d->missing.empty()) {
+            std::printf("SKIP: %s\n", d->missing.c_str());
+            std::fflush(stdout);
+            std::_Exit(77);  // Meson's "skipped": the device this run is for is not on this machine
+        }
+        const outcome o = run_once(build, ref, d->compute, 1234u, d->refusal);
+        if (!o.refused.empty()) {
+            ++d->refused;
+            ++d->refusals[o.refused.substr(0, o.refused.find('\n'))];
+            return;
+        }
+        ++d->ran;
+        INFO(name, " device=", d->name, " nmse=", o.nmse, " bound=", bound);
+        CHECK(o.sentinels);
+        CHECK_FALSE(o.nan);
+        CHECK_FALSE(o.inf_mismatch);
+        CHECK(o.nmse <= bound);
+        return;
+    }
     for (auto a : simd::available_archs()) {
         simd::set_active_arch(a);
         for (int threads : {1, 2}) {
-            const outcome o = run_once(build, ref, threads, 1234u);
+            const outcome o = run_once(build, ref, [threads](cgraph& g, const image&) { executor(threads).compute(g); }, 1234u);
             INFO(name, " arch=", std::string(simd::name_of(a)), " threads=", threads, " nmse=", o.nmse, " bound=", bound);
             CHECK(o.sentinels);
             CHECK_FALSE(o.nan);
