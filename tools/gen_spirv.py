@@ -11,9 +11,13 @@
                                        (catches "edited a shader, forgot to regenerate")
 
 The header records the first line of `glslc --version` and each source's SHA-256, so a
-reader knows which compiler made the committed bytes. To add a shader: put NAME.comp in
-the shaders folder, add (NAME, NAME.comp) to SHADERS below, run this script, and add the
-NAME to vulkan::shader_id in include/tessera/backend/vulkan/context.hpp.
+reader knows which compiler made the committed bytes, and the SHA-256 of every include
+(shaders/*.glsl), which --check-sources checks too. Each shader is built twice: NAME with
+16-bit storage (f16 and bf16 operands), and NAME_f32only with -DTESSERA_F32_ONLY for
+devices without storageBuffer16BitAccess. To add a shader: put NAME.comp in the shaders
+folder, add (NAME, NAME.comp, []) to SHADERS below, run this script, and add NAME to
+vulkan::shader_id (and its case to context::pipeline) in
+include/tessera/backend/vulkan/context.hpp.
 """
 import hashlib
 import pathlib
@@ -27,10 +31,20 @@ OUT = ROOT / "include/tessera/backend/vulkan/spirv/shaders.hpp"
 FLAGS = ["-O", "--target-env=vulkan1.2"]
 
 # (array name, source file, extra glslc arguments such as -DNAME=value)
-SHADERS = [
-    ("binary", "binary.comp", []),
+BASE_SHADERS = [
+    ("eltwise", "eltwise.comp", []),
+    ("get_rows", "get_rows.comp", []),
+    ("set_rows", "set_rows.comp", []),
+    ("reduce", "reduce.comp", []),
+    ("soft_max", "soft_max.comp", []),
     ("mul_mat_f32", "mul_mat_f32.comp", []),
 ]
+SHADERS = [v for name, src, extra in BASE_SHADERS
+           for v in ((name, src, extra), (name + "_f32only", src, [*extra, "-DTESSERA_F32_ONLY"]))]
+
+
+def includes():
+    return sorted(SRC.glob("*.glsl"))
 
 
 def glslc_version(glslc):
@@ -58,6 +72,8 @@ def render(glslc):
     ]
     for name, src, extra in SHADERS:
         lines.append(f"// source {src} sha256 {sha256(SRC / src)}" + (f" args {' '.join(extra)}" if extra else ""))
+    for inc in includes():
+        lines.append(f"// include {inc.name} sha256 {sha256(inc)}")
     lines += [
         "#pragma once",
         "",
@@ -83,10 +99,14 @@ def render(glslc):
 
 def check_sources():
     recorded = {}
+    recorded_inc = {}
     for line in OUT.read_text().splitlines():
         if line.startswith("// source "):
             parts = line.split()
             recorded[parts[2]] = parts[4]
+        elif line.startswith("// include "):
+            parts = line.split()
+            recorded_inc[parts[2]] = parts[4]
     bad = 0
     for name, src, extra in SHADERS:
         now = sha256(SRC / src)
@@ -97,9 +117,17 @@ def check_sources():
     for s in sorted(extra_src):
         print(f"STALE: the header holds {s}, which SHADERS no longer lists")
         bad += 1
+    for inc in includes():
+        now = sha256(inc)
+        if recorded_inc.get(inc.name) != now:
+            print(f"STALE: include {inc.name} has sha256 {now}, the header was made from {recorded_inc.get(inc.name)}; run tools/gen_spirv.py")
+            bad += 1
+    for s in sorted(set(recorded_inc) - {i.name for i in includes()}):
+        print(f"STALE: the header was made with include {s}, which no longer exists")
+        bad += 1
     if bad:
         return 1
-    print(f"ok: {len(SHADERS)} shader sources match the hashes recorded in {OUT.relative_to(ROOT)}")
+    print(f"ok: {len(SHADERS)} shader builds and {len(includes())} includes match the hashes recorded in {OUT.relative_to(ROOT)}")
     return 0
 
 

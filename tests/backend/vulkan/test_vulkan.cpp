@@ -37,7 +37,7 @@ struct vulkan_family {
     static constexpr bool host = false;
     static constexpr device_type type = device_type::gpu;
     static constexpr bool reads_host = false, reads_ref = false, own_guid = true;
-    static constexpr bool add_op = true, norm_op = false, softmax_op = false;  // slice 1
+    static constexpr bool add_op = true, norm_op = true, softmax_op = true;
     static constexpr bool quant_mul_mat = false, repacks = false;
 };
 static_assert(buffer_type<vulkan_family::buft_model> && buffer<vulkan_family::buffer_model>);
@@ -60,7 +60,13 @@ namespace {
 // ---- ops against the reference ----------------------------------------------------------------
 
 // Builds a graph in ctx: creates its inputs with `in` (roots, f32) and returns the result.
-using input_fn = std::function<any_tensor(std::array<std::int64_t, 4>)>;
+// in(ne) makes an f32 input; in(ne, type) one of another type: i32/i64 inputs hold row
+// indices (k * 5 + 3) % 8 - 1 (so -1, out of range, too; distinct within 8 in a row),
+// quantized ones the quantized values.
+struct input_fn {
+    std::function<any_tensor(std::array<std::int64_t, 4>, type_id)> f;
+    any_tensor operator()(std::array<std::int64_t, 4> ne, type_id t = type_id::f32) const { return f(ne, t); }
+};
 using build_fn = std::function<any_tensor(const input_fn&)>;
 
 struct built {
@@ -72,11 +78,11 @@ struct built {
 built build(const build_fn& f, bool alloc) {
     built b;
     b.ctx = std::make_unique<graph::context>(graph::context_options{!alloc, 64, 1 << 12});
-    const input_fn in = [&](std::array<std::int64_t, 4> ne) {
-        any_tensor t = graph::new_tensor(*b.ctx, type_id::f32, ne, "in" + std::to_string(b.inputs.size()));
+    const input_fn in{[&](std::array<std::int64_t, 4> ne, type_id ty) {
+        any_tensor t = graph::new_tensor(*b.ctx, ty, ne, "in" + std::to_string(b.inputs.size()));
         b.inputs.push_back(t.get());
         return t;
-    };
+    }};
     b.out = f(in).set_name("out");
     b.g.build_forward_expand(b.out);
     return b;
@@ -90,6 +96,28 @@ std::vector<float> values(std::size_t n, std::uint32_t seed) {
     return v;
 }
 
+// The bytes of input i of a graph (the same on the host and the device).
+std::vector<std::uint8_t> input_bytes(const graph::node& t, std::size_t i) {
+    const auto n = static_cast<std::size_t>(t.lay.nelements());
+    const auto v = values(n, static_cast<std::uint32_t>(17 + i));
+    std::vector<std::uint8_t> r(t.lay.nbytes());
+    if (t.lay.type == type_id::i32 || t.lay.type == type_id::i64) {
+        for (std::size_t k = 0; k < n; ++k) {
+            const std::int64_t x = static_cast<std::int64_t>((k * 5 + 3) % 8) - 1;
+            if (t.lay.type == type_id::i64) std::memcpy(r.data() + 8 * k, &x, 8);
+            else {
+                const auto y = static_cast<std::int32_t>(x);
+                std::memcpy(r.data() + 4 * k, &y, 4);
+            }
+        }
+    } else if (is_quantized(t.lay.type)) {
+        quant::quantize(t.lay.type, v.data(), r.data(), t.lay.nrows(), t.lay.ne[0]);
+    } else {
+        std::memcpy(r.data(), v.data(), n * 4);
+    }
+    return r;
+}
+
 struct op_result {
     std::vector<float> got, want;
     std::size_t sentinel_bad = 0;
@@ -97,16 +125,24 @@ struct op_result {
 
 // Runs the graph on Vulkan0 with every tensor in one buffer, 256 sentinel bytes (0xA5)
 // right before and after the result, the result pre-filled with 0xFF (NaN), and computes
-// the reference on host copies with REF's double-precision definitions.
+// the reference on host copies with REF's double-precision definitions (the CPU backend's
+// for a graph with an op REF lacks, or with indices).
 op_result run_op(const build_fn& f) {
     op_result r;
     // reference
     built h = build(f, true);
     for (std::size_t i = 0; i < h.inputs.size(); ++i) {
-        const auto v = values(static_cast<std::size_t>(h.inputs[i]->lay.nelements()), static_cast<std::uint32_t>(17 + i));
-        std::memcpy(h.inputs[i]->data, v.data(), v.size() * 4);
+        const auto v = input_bytes(*h.inputs[i], i);
+        std::memcpy(h.inputs[i]->data, v.data(), v.size());
     }
-    for (graph::node* n : h.g.nodes()) ref::compute(*n);
+    bool by_ref = true;  // REF's double-precision definitions where it has them, else the CPU backend
+    for (graph::node* n : h.g.nodes()) by_ref = by_ref && ref::unsupported_reason(*n).empty();
+    for (graph::node* n : h.inputs) by_ref = by_ref && is_float(n->lay.type);  // REF refuses an index out of range
+    if (by_ref) {
+        for (graph::node* n : h.g.nodes()) ref::compute(*n);
+    } else {
+        cpu_init(1).graph_compute(h.g);
+    }
     r.want = tensor_to_f32(*h.out.get());
     // device
     built d = build(f, false);
@@ -137,8 +173,8 @@ op_result run_op(const build_fn& f) {
     tensor_alloc(buf, *out, buf.base() + off + 256);  // (f32: out_bytes is whole words)
     tensor_alloc(buf, *hi, buf.base() + off + 256 + out_bytes);
     for (std::size_t i = 0; i < d.inputs.size(); ++i) {
-        const auto v = values(static_cast<std::size_t>(d.inputs[i]->lay.nelements()), static_cast<std::uint32_t>(17 + i));
-        tensor_set(*d.inputs[i], v.data(), 0, v.size() * 4);
+        const auto v = input_bytes(*d.inputs[i], i);
+        tensor_set(*d.inputs[i], v.data(), 0, v.size());
     }
     tensor_memset(*lo, 0xA5, 0, 256);
     tensor_memset(*hi, 0xA5, 0, 256);
@@ -154,8 +190,9 @@ op_result run_op(const build_fn& f) {
     return r;
 }
 
-// |got - want| <= rel * |want| + abs per element; also counts NaN (unwritten) elements.
-void check_close(const op_result& r, double rel, double abs) {
+// |got - want| <= rel * |want| + abs per element; also counts NaN (unwritten) elements;
+// and the normalized mean squared error under max_nmse.
+void check_close(const op_result& r, double rel, double abs, double max_nmse = 1e-10) {
     REQUIRE(r.got.size() == r.want.size());
     CHECK(r.sentinel_bad == 0);
     std::size_t bad = 0;
@@ -167,8 +204,10 @@ void check_close(const op_result& r, double rel, double abs) {
         }
     }
     CHECK(bad == 0);
-    CHECK(nmse(r.got, r.want) < 1e-10);
+    CHECK(nmse(r.got, r.want) < max_nmse);
 }
+
+any_tensor as_f16(any_tensor a) { return graph::cast(a, type_id::f16); }
 
 any_tensor binary(graph::op_kind k, any_tensor a, any_tensor b) {
     switch (k) {
@@ -251,6 +290,103 @@ TEST_CASE("Vulkan ops: mul_mat f32 x f32 (odd sizes, one column, views, dims 2 a
     }
 }
 
+TEST_CASE("Vulkan ops: add, mul with f16 and bf16 operands and an f16 result") {
+    // f16 operands: the device casts on the device too; results rounded to f16 (2^-11)
+    check_close(run_op([](const input_fn& in) { return graph::add(as_f16(in({37, 5, 2, 1})), in({37, 1, 2, 1})); }), 1e-3, 1e-6, 1e-6);
+    check_close(run_op([](const input_fn& in) { return graph::mul(in({37, 5, 2, 1}), as_f16(in({1, 5, 1, 1}))); }), 1e-7, 1e-7, 1e-6);
+    check_close(run_op([](const input_fn& in) { return graph::scale(as_f16(graph::transpose(in({5, 9, 2, 1}))), 1.5f, 0.25f); }), 1e-3, 1e-6, 1e-6);
+}
+
+TEST_CASE("Vulkan ops: unary (f32 and f16), contiguous and on a view") {
+    using graph::unary_op;
+    for (unary_op u : {unary_op::abs, unary_op::neg, unary_op::tanh, unary_op::relu, unary_op::sigmoid, unary_op::gelu,
+                       unary_op::gelu_quick, unary_op::silu, unary_op::exp, unary_op::gelu_erf}) {
+        CAPTURE(graph::unary_name(u));
+        check_close(run_op([u](const input_fn& in) { return graph::unary(in({37, 5, 2, 1}), u); }), 2e-6, 2e-7, 1e-11);
+        check_close(run_op([u](const input_fn& in) { return graph::unary(graph::transpose(in({5, 300, 1, 1})), u); }), 2e-6, 2e-7, 1e-11);
+        check_close(run_op([u](const input_fn& in) { return graph::unary(as_f16(in({19, 3, 1, 1})), u); }), 2e-3, 1e-4, 1e-6);
+    }
+}
+
+TEST_CASE("Vulkan ops: glu family, split, one source and swapped, f32 and f16") {
+    using graph::glu_op;
+    for (glu_op g : {glu_op::reglu, glu_op::geglu, glu_op::swiglu, glu_op::swiglu_oai, glu_op::geglu_erf, glu_op::geglu_quick}) {
+        CAPTURE(graph::glu_name(g));
+        check_close(run_op([g](const input_fn& in) { return graph::glu_split(in({37, 5, 2, 1}), in({37, 5, 2, 1}), g); }), 2e-6, 2e-7, 1e-11);
+        check_close(run_op([g](const input_fn& in) { return graph::glu(in({38, 5, 2, 1}), g); }), 2e-6, 2e-7, 1e-11);
+        check_close(run_op([g](const input_fn& in) { return graph::glu(in({38, 5, 2, 1}), g, graph::glu_order::swapped); }), 2e-6, 2e-7,
+                    1e-11);
+        check_close(run_op([g](const input_fn& in) { return graph::glu(as_f16(in({22, 3, 1, 1})), g); }), 2e-3, 1e-4, 1e-6);
+    }
+}
+
+TEST_CASE("Vulkan ops: cpy (f32 <-> f16), dup and cont of views") {
+    check_close(run_op([](const input_fn& in) { return graph::cont(graph::transpose(in({7, 5, 3, 1}))); }), 0, 0);
+    check_close(run_op([](const input_fn& in) { return graph::cont(graph::permute(in({4, 5, 3, 2}), {2, 0, 3, 1})); }), 0, 0);
+    check_close(run_op([](const input_fn& in) { return graph::cont(graph::permute(in({7, 5, 3, 1}), {1, 2, 0, 3})); }), 0, 0);
+    check_close(run_op([](const input_fn& in) { return as_f16(graph::transpose(in({7, 5, 3, 1}))); }), 1e-3, 0, 1e-6);
+    check_close(run_op([](const input_fn& in) { return graph::cast(as_f16(in({7, 5, 3, 1})), type_id::f32); }), 1e-3, 0, 1e-6);
+    check_close(run_op([](const input_fn& in) { return graph::cont(graph::transpose(as_f16(in({9, 5, 1, 1})))); }), 1e-3, 0, 1e-6);
+}
+
+TEST_CASE("Vulkan ops: get_rows (f32, f16, q4_0, q8_0 rows; out-of-range index) and set_rows (i32, i64; f32, f16)") {
+    using graph::get_rows;
+    check_close(run_op([](const input_fn& in) { return get_rows(in({7, 9, 1, 1}), in({5, 1, 1, 1}, type_id::i32)); }), 0, 0);
+    check_close(run_op([](const input_fn& in) { return get_rows(in({5, 8, 3, 2}), in({6, 3, 2, 1}, type_id::i32)); }), 0, 0);
+    check_close(run_op([](const input_fn& in) { return get_rows(graph::transpose(in({9, 7, 1, 1})), in({4, 1, 1, 1}, type_id::i32)); }),
+                0, 0);
+    check_close(run_op([](const input_fn& in) { return get_rows(as_f16(in({7, 9, 1, 1})), in({5, 1, 1, 1}, type_id::i32)); }), 0, 0);
+    for (type_id q : {type_id::q4_0, type_id::q8_0}) {
+        CAPTURE(type_name(q));
+        check_close(run_op([q](const input_fn& in) { return get_rows(in({64, 7, 2, 1}, q), in({5, 2, 1, 1}, type_id::i32)); }), 1e-6,
+                    1e-7, 1e-12);
+    }
+    for (type_id it : {type_id::i32, type_id::i64}) {
+        CAPTURE(type_name(it));
+        // the set_rows node is the destination's view: scale(., 1) makes the result
+        check_close(run_op([it](const input_fn& in) {
+                        return graph::scale(graph::set_rows(in({7, 9, 2, 1}), in({7, 6, 2, 1}), in({6, 1, 1, 1}, it)), 1.0f);
+                    }),
+                    0, 0);
+        check_close(run_op([it](const input_fn& in) {
+                        return graph::scale(graph::set_rows(as_f16(in({7, 9, 2, 3})), in({7, 5, 2, 3}), in({5, 2, 1, 1}, it)), 1.0f);
+                    }),
+                    1e-3, 0, 1e-6);
+    }
+}
+
+TEST_CASE("Vulkan ops: rms_norm, norm, sum_rows, mean, argmax (rows longer and shorter than the workgroup, views)") {
+    for (std::int64_t n : {1, 7, 128, 1000}) {
+        CAPTURE(n);
+        check_close(run_op([n](const input_fn& in) { return graph::rms_norm(in({n, 5, 2, 1}), 1e-5f); }), 2e-6, 1e-7, 1e-11);
+        check_close(run_op([n](const input_fn& in) { return graph::norm(in({n, 5, 2, 1}), 1e-5f); }), 1e-5, 1e-5, 1e-10);
+        // f32 sums of n terms of magnitude <= 1.5, in another order than the CPU's
+        const double tol = 2e-7 * static_cast<double>(n);
+        check_close(run_op([n](const input_fn& in) { return graph::sum_rows(in({n, 5, 2, 1})); }), 0, tol, 1e-10);
+        check_close(run_op([n](const input_fn& in) { return graph::mean(in({n, 5, 2, 1})); }), 0, tol / static_cast<double>(n), 1e-10);
+        check_close(run_op([n](const input_fn& in) { return graph::argmax(in({n, 6, 1, 1})); }), 0, 0);
+    }
+    check_close(run_op([](const input_fn& in) { return graph::rms_norm(graph::transpose(in({6, 33, 1, 1})), 1e-6f); }), 2e-6, 1e-7, 1e-11);
+    check_close(run_op([](const input_fn& in) { return graph::norm(as_f16(in({40, 3, 1, 1})), 1e-5f); }), 2e-3, 2e-3, 1e-5);
+    // ties (the f16 rounding repeats values): the lowest index, as the CPU
+    check_close(run_op([](const input_fn& in) { return graph::argmax(graph::cast(as_f16(in({5000, 3, 1, 1})), type_id::f32)); }), 0, 0);
+}
+
+TEST_CASE("Vulkan ops: soft_max with scale, an f32 or f16 mask broadcast over dims 2 and 3, ALiBi") {
+    check_close(run_op([](const input_fn& in) { return graph::soft_max_ext(in({37, 5, 3, 2}), any_tensor(), 0.7f); }), 1e-5, 1e-7, 1e-11);
+    check_close(run_op([](const input_fn& in) { return graph::soft_max_ext(in({300, 4, 1, 1}), in({300, 6, 1, 1}), 1.3f); }), 1e-5, 1e-7,
+                1e-11);
+    check_close(run_op([](const input_fn& in) { return graph::soft_max_ext(in({19, 5, 6, 2}), as_f16(in({19, 5, 3, 1})), 0.5f); }), 1e-5,
+                1e-7, 1e-11);
+    for (float mb : {8.0f, 1.5f}) {  // 6 heads: n_log2 = 4, both slope formulas
+        CAPTURE(mb);
+        check_close(run_op([mb](const input_fn& in) { return graph::soft_max_ext(in({19, 5, 6, 2}), in({19, 5, 1, 1}), 0.5f, mb); }), 1e-5,
+                    1e-7, 1e-11);
+    }
+    check_close(run_op([](const input_fn& in) { return graph::soft_max_ext(graph::transpose(in({5, 23, 2, 1})), any_tensor(), 1.0f); }),
+                1e-5, 1e-7, 1e-11);
+}
+
 TEST_CASE("Vulkan ops: a chain of dependent nodes in one graph (barriers between dispatches)") {
     check_close(run_op([](const input_fn& in) {
                     any_tensor a = in({16, 8, 1, 1}), b = in({16, 5, 1, 1}), c = in({8, 1, 1, 1});
@@ -270,24 +406,29 @@ TEST_CASE("Vulkan: supports_op refuses other ops by name, with the reason") {
     CHECK(d.supports_op(*graph::add(a, a).get()));
     CHECK(d.supports_op(*graph::mul_mat(a, a).get()));
     CHECK(d.supports_op(*graph::transpose(a).get()));  // views: nothing to compute
-    const std::string norm = vulkan_unsupported_reason(0, *graph::rms_norm(a, 1e-5f).get());
-    CHECK(norm.find("rms_norm") != std::string::npos);
-    CHECK(norm.find("not implemented by the Vulkan device") != std::string::npos);
-    CHECK_FALSE(d.supports_op(*graph::rms_norm(a, 1e-5f).get()));
-    CHECK_FALSE(d.supports_op(*graph::soft_max_ext(a, any_tensor(), 1.0f).get()));
-    CHECK_FALSE(d.supports_op(*graph::cont(graph::transpose(a)).get()));
+    const std::string cc = vulkan_unsupported_reason(0, *graph::concat(a, a, 1).get());
+    CHECK(cc.find("op concat") != std::string::npos);
+    CHECK(cc.find("not implemented by the Vulkan device") != std::string::npos);
+    CHECK(d.supports_op(*graph::rms_norm(a, 1e-5f).get()));
+    CHECK(d.supports_op(*graph::soft_max_ext(a, any_tensor(), 1.0f).get()));
+    CHECK(d.supports_op(*graph::cont(graph::transpose(a)).get()));
+    CHECK(d.supports_op(*graph::add(h, h).get()));
     const std::string mm = vulkan_unsupported_reason(0, *graph::mul_mat(h, a).get());
     CHECK(mm.find("mul_mat f16 x f32") != std::string::npos);
     CHECK_FALSE(d.supports_op(*graph::mul_mat(h, a).get()));
-    CHECK(vulkan_unsupported_reason(0, *graph::add(h, h).get()).find("f16") != std::string::npos);
+    // a refused unary op names itself; a refused type is named
+    const std::string sq = vulkan_unsupported_reason(0, *graph::unary(a, graph::unary_op::softplus).get());
+    CHECK(sq.find("unary op softplus") != std::string::npos);
+    const std::string ci = vulkan_unsupported_reason(0, *graph::cast(a, type_id::i32).get());
+    CHECK(ci.find("cpy: the result is i32") != std::string::npos);
     CHECK(vulkan_unsupported_reason(0, *graph::add(a, a).get()).empty());
     // graph_compute says the same, and computes nothing
     graph::cgraph g;
-    any_tensor y = graph::rms_norm(a, 1e-5f).set_name("y");
+    any_tensor y = graph::concat(a, a, 1).set_name("y");
     g.build_forward_expand(y);
     std::vector<graph::node*> all{a.get(), y.get()};
     any_buffer buf = alloc_tensors(all, vulkan_buffer_type(0));
-    CHECK_THROWS_WITH_AS(vulkan_init(0).graph_compute(g), doctest::Contains("op rms_norm is not implemented"), tessera::error);
+    CHECK_THROWS_WITH_AS(vulkan_init(0).graph_compute(g), doctest::Contains("op concat is not implemented"), tessera::error);
 }
 
 TEST_CASE("Vulkan: bad use gives a tessera error") {

@@ -36,8 +36,10 @@
 TESSERA_BEGIN_NAMESPACE
 namespace backend::vulkan {
 
-// The compiled shaders (spirv/shaders.hpp), one pipeline each.
-enum class shader_id : std::uint8_t { binary, mul_mat_f32, count };
+// The compiled shaders (spirv/shaders.hpp), one pipeline each. Each has two builds: with
+// 16-bit storage (f16/bf16 operands), used when the device has storageBuffer16BitAccess,
+// and an f32-only one (NAME_f32only) for devices without it.
+enum class shader_id : std::uint8_t { eltwise, get_rows, set_rows, reduce, soft_max, mul_mat_f32, count };
 
 inline constexpr std::uint32_t push_constant_bytes = 128;  // the minimum every device offers
 inline constexpr std::uint32_t max_bindings = 3;           // storage buffers per dispatch
@@ -93,7 +95,14 @@ public:
         qi.queueFamilyIndex = qfam_;
         qi.queueCount = 1;
         qi.pQueuePriorities = &prio;
-        auto e12 = make<VkPhysicalDeviceVulkan12Features>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES);
+        // 16-bit storage (f16 and bf16 operands), when the device has it
+        auto have11 = make<VkPhysicalDeviceVulkan11Features>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES);
+        auto have = make<VkPhysicalDeviceFeatures2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, &have11);
+        f.vkGetPhysicalDeviceFeatures2(phys, &have);
+        storage16_ = have11.storageBuffer16BitAccess == VK_TRUE;
+        auto e11 = make<VkPhysicalDeviceVulkan11Features>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES);
+        e11.storageBuffer16BitAccess = storage16_ ? VK_TRUE : VK_FALSE;
+        auto e12 = make<VkPhysicalDeviceVulkan12Features>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES, &e11);
         e12.timelineSemaphore = VK_TRUE;
         auto di = make<VkDeviceCreateInfo>(VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO, &e12);
         di.queueCreateInfoCount = 1;
@@ -156,6 +165,8 @@ public:
     VkPipelineLayout pipeline_layout() const noexcept { return layout_; }
     VkDescriptorSetLayout set_layout() const noexcept { return dsl_; }
     bool emulated() const noexcept { return props_.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU; }
+    // storageBuffer16BitAccess: shaders read and write f16 (and read bf16) operands.
+    bool storage16() const noexcept { return storage16_; }
 
     // Bytes of the heap behind the device-local memory type.
     std::size_t heap_size() const noexcept { return static_cast<std::size_t>(mem_.memoryHeaps[mem_.memoryTypes[dev_type_].heapIndex].size); }
@@ -288,11 +299,22 @@ public:
         if (p) return p;
         const std::uint32_t* code = nullptr;
         std::size_t bytes = 0;
+        const bool w = storage16_;
+#define TESSERA_VK_SHADER_(n)                                                  \
+    case shader_id::n:                                                         \
+        code = w ? spirv::n : spirv::n##_f32only;                              \
+        bytes = w ? sizeof spirv::n : sizeof spirv::n##_f32only;               \
+        break;
         switch (s) {
-            case shader_id::binary: code = spirv::binary, bytes = sizeof spirv::binary; break;
-            case shader_id::mul_mat_f32: code = spirv::mul_mat_f32, bytes = sizeof spirv::mul_mat_f32; break;
+            TESSERA_VK_SHADER_(eltwise)
+            TESSERA_VK_SHADER_(get_rows)
+            TESSERA_VK_SHADER_(set_rows)
+            TESSERA_VK_SHADER_(reduce)
+            TESSERA_VK_SHADER_(soft_max)
+            TESSERA_VK_SHADER_(mul_mat_f32)
             default: fail(errc::invalid_argument, name_ + ": no such shader");
         }
+#undef TESSERA_VK_SHADER_
         const api& f = fn();
         auto si = make<VkShaderModuleCreateInfo>(VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO);
         si.codeSize = bytes;
@@ -408,6 +430,7 @@ private:
     std::mutex queue_mu_;
     std::uint32_t dev_type_ = 0, host_type_ = 0;
     bool dev_mappable_ = false;
+    bool storage16_ = false;
     std::atomic<bool> force_staging_{false};
     VkDescriptorSetLayout dsl_ = VK_NULL_HANDLE;
     VkPipelineLayout layout_ = VK_NULL_HANDLE;

@@ -10,9 +10,11 @@
 #if defined(TESSERA_VULKAN) && TESSERA_VULKAN
 
 #include <array>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <span>
 #include <string>
 #include <utility>
@@ -39,7 +41,8 @@ struct location {
 using locate_fn = std::function<location(const node&)>;
 
 // One storage-buffer binding: the range covering a tensor, bound at an offset aligned to
-// minStorageBufferOffsetAlignment; the shader adds `first` (in elements) to its indices.
+// minStorageBufferOffsetAlignment; the shader adds `first` (in the operand's elements, of
+// `unit` bytes) to its indices.
 struct binding {
     VkBuffer buf = VK_NULL_HANDLE;
     VkDeviceSize offset = 0;
@@ -54,17 +57,19 @@ public:
         : c_(c), cb_(cb), pool_(pool), locate_(std::move(locate)) {}
     context& ctx() noexcept { return c_; }
 
-    // The binding of f32 tensor t (elements of 4 bytes).
-    binding bind(const node& t) const {
+    // The binding of tensor t read or written in elements of `unit` bytes (4 for f32 and
+    // i32, 2 for f16, bf16 and the 16-bit words of quantized blocks); the one place that
+    // computes bindings. t must start at a multiple of unit.
+    binding bind(const node& t, std::size_t unit) const {
         const location l = locate_(t);
         const std::size_t align = static_cast<std::size_t>(c_.limits().minStorageBufferOffsetAlignment);
         const std::size_t base = align > 1 ? l.offset / align * align : l.offset;
         const std::size_t rem = l.offset - base;
-        if (rem % 4)
+        if (unit == 0 || rem % unit)
             fail(errc::invalid_argument, c_.name() + ": " + detail::tensor_desc(t) + " starts at byte " + std::to_string(l.offset) +
-                                             ", not at a multiple of 4");
+                                             ", not at a multiple of " + std::to_string(unit));
         const std::size_t range = std::min<std::size_t>((rem + t.lay.nbytes() + 3) / 4 * 4, l.block->size - base);
-        return binding{l.block->buf, base, range, static_cast<std::uint32_t>(rem / 4)};
+        return binding{l.block->buf, base, range, static_cast<std::uint32_t>(rem / unit)};
     }
 
     // Dispatches shader s over n invocations (workgroups of `local`), with bindings b (the
@@ -132,39 +137,99 @@ inline std::array<std::uint32_t, 4> u4(const std::array<std::int64_t, 4>& v) {
     return {static_cast<std::uint32_t>(v[0]), static_cast<std::uint32_t>(v[1]), static_cast<std::uint32_t>(v[2]),
             static_cast<std::uint32_t>(v[3])};
 }
-inline std::array<std::uint32_t, 4> strides(const node& t) {
-    return {static_cast<std::uint32_t>(t.lay.nb[0] / 4), static_cast<std::uint32_t>(t.lay.nb[1] / 4),
-            static_cast<std::uint32_t>(t.lay.nb[2] / 4), static_cast<std::uint32_t>(t.lay.nb[3] / 4)};
+// t's strides in elements of `unit` bytes (operand_ok checked they divide).
+inline std::array<std::uint32_t, 4> strides(const node& t, std::size_t unit) {
+    return {static_cast<std::uint32_t>(t.lay.nb[0] / unit), static_cast<std::uint32_t>(t.lay.nb[1] / unit),
+            static_cast<std::uint32_t>(t.lay.nb[2] / unit), static_cast<std::uint32_t>(t.lay.nb[3] / unit)};
 }
 inline std::string type_str(const node& t) { return std::string(type_name(t.lay.type)); }
 
-// The checks every f32 operand passes: f32, strides whole elements, and its bytes fit one
-// binding (maxStorageBufferRange) with indices in 32 bits.
-inline std::string operand_ok(const node& t, const context& c, const char* role) {
-    if (t.lay.type != type_id::f32) return std::string(role) + " is " + type_str(t) + ", the Vulkan device takes f32 only";
+// The element type codes of shaders/common.glsl (loads and stores compute in f32), and
+// the codes get_rows gives the quantized blocks it reads in 16-bit words.
+enum tcode : std::uint32_t { t_f32 = 0, t_f16 = 1, t_bf16 = 2, t_i32 = 3, t_q4_0 = 4, t_q8_0 = 5 };
+inline std::uint32_t code_of(type_id t) {
+    switch (t) {
+        case type_id::f16: return t_f16;
+        case type_id::bf16: return t_bf16;
+        case type_id::i32: return t_i32;
+        case type_id::q4_0: return t_q4_0;
+        case type_id::q8_0: return t_q8_0;
+        default: return t_f32;
+    }
+}
+// The unit a shader addresses t in: its element size, 2 for quantized blocks (16-bit
+// words), 4 for i64 indices (read as two i32 words).
+inline std::size_t unit_of(type_id t) {
+    if (t == type_id::q4_0 || t == type_id::q8_0) return 2;
+    if (t == type_id::i64) return 4;
+    return static_cast<std::size_t>(type_size(t));
+}
+
+inline std::string names(std::initializer_list<type_id> ts) {
+    std::string r;
+    std::size_t i = 0;
+    for (type_id t : ts) {
+        if (i) r += i + 1 == ts.size() ? " or " : ", ";
+        r += type_name(t);
+        ++i;
+    }
+    return r;
+}
+
+// The checks every operand passes: one of the types `ok` (f16 and bf16 only with 16-bit
+// storage), strides whole elements (of unit_of its type), and its bytes fit one binding
+// (maxStorageBufferRange) with indices in 32 bits.
+inline std::string operand_ok(const node& t, const context& c, const char* role, std::initializer_list<type_id> ok) {
+    bool found = false;
+    for (type_id x : ok) found = found || x == t.lay.type;
+    if (!found) return std::string(role) + " is " + type_str(t) + ", the Vulkan device takes " + names(ok) + " here";
+    const std::size_t unit = unit_of(t.lay.type);
+    if (unit == 2 && !c.storage16())
+        return std::string(role) + " is " + type_str(t) + ", which needs 16-bit storage (storageBuffer16BitAccess), not offered by " +
+               c.name();
     for (int i = 0; i < 4; ++i)
-        if (t.lay.nb[static_cast<std::size_t>(i)] % 4)
-            return std::string(role) + " has a stride that is not a whole number of f32 elements";
+        if (t.lay.nb[static_cast<std::size_t>(i)] % unit)
+            return std::string(role) + " has a stride that is not a whole number of " + std::to_string(unit) + "-byte elements";
     if (t.lay.nbytes() + c.alignment() > c.max_binding())
         return std::string(role) + " spans " + std::to_string(t.lay.nbytes()) + " bytes, more than one binding (maxStorageBufferRange " +
                std::to_string(c.max_binding()) + ")";
     if (t.lay.nelements() >= (std::int64_t{1} << 32)) return std::string(role) + " has 2^32 or more elements";
     return {};
 }
+inline std::string operands_ok(const context& c, std::initializer_list<std::pair<const node*, const char*>> ops,
+                               std::initializer_list<type_id> ok) {
+    for (auto [t, role] : ops)
+        if (std::string why = operand_ok(*t, c, role, ok); !why.empty()) return why;
+    return {};
+}
 
-struct binary_push {
+inline constexpr std::initializer_list<type_id> float_in = {type_id::f32, type_id::f16, type_id::bf16};
+inline constexpr std::initializer_list<type_id> float_out = {type_id::f32, type_id::f16};
+
+// ---- element-wise (shaders/eltwise.comp) ---------------------------------------------------
+
+struct eltwise_push {
     std::array<std::uint32_t, 4> ne, bne, anb, bnb, dnb;
-    std::uint32_t aoff, boff, doff, op;
+    std::uint32_t aoff, boff, doff, op, types;
     float s, t;
 };
-static_assert(sizeof(binary_push) == 104);
+static_assert(sizeof(eltwise_push) == 108);
+
+inline std::uint32_t types3(const node& a, const node& b, const node& d) {
+    return code_of(a.lay.type) | code_of(b.lay.type) << 4 | code_of(d.lay.type) << 8;
+}
+inline void eltwise_dispatch(recorder& r, const node& d, eltwise_push& p, const binding& ba, const binding& bb, const binding& bd) {
+    p.dnb = strides(d, unit_of(d.lay.type));
+    p.doff = bd.first;
+    r.dispatch(shader_id::eltwise, {ba, bb, bd}, p, static_cast<std::uint64_t>(d.lay.nelements()), 256);
+}
 
 inline std::string binary_supports(const node& d, const context& c) {
     const node* a = d.src[0];
     const node* b = d.src[1];
     if (!a || !b) return "needs two sources";
-    for (auto [t, role] : {std::pair{&d, "the result"}, std::pair{a, "src0"}, std::pair{b, "src1"}})
-        if (std::string why = operand_ok(*t, c, role); !why.empty()) return why;
+    if (std::string why = operands_ok(c, {{a, "src0"}, {b, "src1"}}, float_in); !why.empty()) return why;
+    if (std::string why = operand_ok(d, c, "the result", float_out); !why.empty()) return why;
     for (std::size_t i = 0; i < 4; ++i) {
         if (a->lay.ne[i] != d.lay.ne[i]) return "src0's shape differs from the result's";
         if (b->lay.ne[i] == 0 || d.lay.ne[i] % b->lay.ne[i]) return "src1 does not repeat into the result";
@@ -173,46 +238,325 @@ inline std::string binary_supports(const node& d, const context& c) {
 }
 inline void binary_record(recorder& r, const node& d) {
     const node& a = *d.src[0];
-    binary_push p{};
+    const node& b = *d.src[1];
+    eltwise_push p{};
     p.ne = u4(d.lay.ne);
-    p.anb = strides(a);
-    p.dnb = strides(d);
-    switch (d.op) {
-        case op_kind::add: p.op = 0; break;
-        case op_kind::sub: p.op = 1; break;
-        case op_kind::mul: p.op = 2; break;
-        case op_kind::div: p.op = 3; break;
-        default: {  // scale
-            p.op = 4;
-            const auto& sp = d.param<graph::scale_params>();
-            p.s = sp.s;
-            p.t = sp.b;
-        }
-    }
-    const binding ba = r.bind(a), bd = r.bind(d);
-    binding bb = ba;
-    p.bne = p.ne;
-    p.bnb = p.anb;
-    if (p.op != 4) {
-        const node& b = *d.src[1];
-        bb = r.bind(b);
-        p.bne = u4(b.lay.ne);
-        p.bnb = strides(b);
-    }
+    p.bne = u4(b.lay.ne);
+    p.anb = strides(a, unit_of(a.lay.type));
+    p.bnb = strides(b, unit_of(b.lay.type));
+    p.op = d.op == op_kind::add ? 0u : d.op == op_kind::sub ? 1u : d.op == op_kind::mul ? 2u : 3u;
+    p.types = types3(a, b, d);
+    const binding ba = r.bind(a, unit_of(a.lay.type)), bb = r.bind(b, unit_of(b.lay.type)), bd = r.bind(d, unit_of(d.lay.type));
     p.aoff = ba.first;
     p.boff = bb.first;
-    p.doff = bd.first;
-    r.dispatch(shader_id::binary, {ba, bb, bd}, p, static_cast<std::uint64_t>(d.lay.nelements()), 256);
+    eltwise_dispatch(r, d, p, ba, bb, bd);
 }
 
-inline std::string scale_supports(const node& d, const context& c) {
+// scale, unary, cpy/dup/cont: one source
+inline std::string one_source(const node& d, const context& c, bool same_shape) {
     const node* a = d.src[0];
     if (!a) return "needs a source";
-    for (auto [t, role] : {std::pair{&d, "the result"}, std::pair{a, "src0"}})
-        if (std::string why = operand_ok(*t, c, role); !why.empty()) return why;
-    if (a->lay.ne != d.lay.ne) return "src0's shape differs from the result's";
+    if (std::string why = operand_ok(*a, c, "src0", float_in); !why.empty()) return why;
+    if (std::string why = operand_ok(d, c, "the result", float_out); !why.empty()) return why;
+    if (same_shape && a->lay.ne != d.lay.ne) return "src0's shape differs from the result's";
+    if (a->lay.nelements() != d.lay.nelements()) return "src0 and the result have different element counts";
     return {};
 }
+inline void one_source_record(recorder& r, const node& d, std::uint32_t op, float s, float t) {
+    const node& a = *d.src[0];
+    eltwise_push p{};
+    p.ne = u4(d.lay.ne);
+    p.bne = u4(a.lay.ne);
+    p.anb = strides(a, unit_of(a.lay.type));
+    p.bnb = p.anb;
+    p.op = op;
+    p.types = types3(a, a, d);
+    p.s = s;
+    p.t = t;
+    const binding ba = r.bind(a, unit_of(a.lay.type)), bd = r.bind(d, unit_of(d.lay.type));
+    p.aoff = ba.first;
+    p.boff = ba.first;
+    eltwise_dispatch(r, d, p, ba, ba, bd);
+}
+
+inline std::string scale_supports(const node& d, const context& c) { return one_source(d, c, true); }
+inline void scale_record(recorder& r, const node& d) {
+    const auto& sp = d.param<graph::scale_params>();
+    one_source_record(r, d, 4, sp.s, sp.b);
+}
+
+// cpy (src0 into src1's view), dup, cont: ggml's cpy, element k to element k in the
+// row-major traversals of both shapes
+inline std::string copy_supports(const node& d, const context& c) { return one_source(d, c, false); }
+inline void copy_record(recorder& r, const node& d) { one_source_record(r, d, 5, 0.f, 0.f); }
+
+// The unary ops eltwise.comp computes (its op 16 + ggml's unary index).
+inline bool unary_on_device(graph::unary_op u) {
+    using U = graph::unary_op;
+    switch (u) {
+        case U::abs: case U::neg: case U::tanh: case U::relu: case U::sigmoid: case U::gelu: case U::gelu_quick:
+        case U::silu: case U::exp: case U::gelu_erf: return true;
+        default: return false;
+    }
+}
+inline std::string unary_supports(const node& d, const context& c) {
+    const graph::unary_op u = d.param<graph::unary_params>().op;
+    if (!unary_on_device(u))
+        return "unary op " + std::string(graph::unary_name(u)) +
+               " is not implemented by the Vulkan device (it has abs, neg, tanh, relu, sigmoid, gelu, gelu_quick, silu, exp, gelu_erf)";
+    return one_source(d, c, true);
+}
+inline void unary_record(recorder& r, const node& d) {
+    one_source_record(r, d, 16u + static_cast<std::uint32_t>(d.param<graph::unary_params>().op), 0.f, 0.f);
+}
+
+// glu: d = act(x) * g with x, g = src0, src1, or (one source) the two halves of src0's
+// rows, the first activated unless swapped
+inline std::string glu_supports(const node& d, const context& c) {
+    const node* a = d.src[0];
+    const node* b = d.src[1];
+    if (!a) return "needs a source";
+    if (std::string why = operand_ok(*a, c, "src0", float_in); !why.empty()) return why;
+    if (b)
+        if (std::string why = operand_ok(*b, c, "src1", float_in); !why.empty()) return why;
+    if (std::string why = operand_ok(d, c, "the result", float_out); !why.empty()) return why;
+    if (b) {
+        if (a->lay.ne != d.lay.ne || b->lay.ne != d.lay.ne) return "src0, src1 and the result differ in shape";
+    } else if (a->lay.ne[0] != 2 * d.lay.ne[0] || a->lay.ne[1] != d.lay.ne[1] || a->lay.ne[2] != d.lay.ne[2] ||
+               a->lay.ne[3] != d.lay.ne[3]) {
+        return "src0's rows are not twice the result's";
+    }
+    return {};
+}
+inline void glu_record(recorder& r, const node& d) {
+    const node& a = *d.src[0];
+    const node* b = d.src[1];
+    const auto& gp = d.param<graph::glu_params>();
+    eltwise_push p{};
+    p.ne = u4(d.lay.ne);
+    p.bne = p.ne;
+    p.anb = strides(a, unit_of(a.lay.type));
+    p.op = 64u + static_cast<std::uint32_t>(gp.op);
+    p.s = gp.alpha;
+    p.t = gp.limit;
+    const binding ba = r.bind(a, unit_of(a.lay.type)), bd = r.bind(d, unit_of(d.lay.type));
+    if (b) {
+        const binding bb = r.bind(*b, unit_of(b->lay.type));
+        p.bnb = strides(*b, unit_of(b->lay.type));
+        p.types = types3(a, *b, d);
+        p.aoff = ba.first;
+        p.boff = bb.first;
+        eltwise_dispatch(r, d, p, ba, bb, bd);
+        return;
+    }
+    // one source bound twice: x from one half of each row, g from the other
+    const std::uint32_t half = static_cast<std::uint32_t>(d.lay.ne[0]) * p.anb[0];
+    p.bnb = p.anb;
+    p.types = types3(a, a, d);
+    p.aoff = ba.first + (gp.swapped ? half : 0u);
+    p.boff = ba.first + (gp.swapped ? 0u : half);
+    eltwise_dispatch(r, d, p, ba, ba, bd);
+}
+
+// ---- get_rows, set_rows (shaders/get_rows.comp, set_rows.comp) -----------------------------
+
+struct get_rows_push {
+    std::array<std::uint32_t, 4> ne, anb, inb, dnb;
+    std::uint32_t aoff, ioff, doff, ta, arows;
+};
+static_assert(sizeof(get_rows_push) == 84);
+
+inline std::string get_rows_supports(const node& d, const context& c) {
+    const node* a = d.src[0];
+    const node* ix = d.src[1];
+    if (!a || !ix) return "needs rows and indices";
+    if (std::string why = operand_ok(*a, c, "src0", {type_id::f32, type_id::f16, type_id::bf16, type_id::q4_0, type_id::q8_0});
+        !why.empty())
+        return why;
+    if (std::string why = operand_ok(*ix, c, "the indices", {type_id::i32}); !why.empty()) return why;
+    if (std::string why = operand_ok(d, c, "the result", {type_id::f32}); !why.empty()) return why;
+    if (is_quantized(a->lay.type) && (a->lay.nb[0] != static_cast<std::size_t>(type_size(a->lay.type)) || a->lay.ne[0] % 32))
+        return "src0's " + type_str(*a) + " blocks are not contiguous along its rows";
+    if (d.lay.ne[0] != a->lay.ne[0] || d.lay.ne[1] != ix->lay.ne[0] || d.lay.ne[2] != ix->lay.ne[1] || d.lay.ne[3] != ix->lay.ne[2] ||
+        a->lay.ne[2] != ix->lay.ne[1] || a->lay.ne[3] != ix->lay.ne[2])
+        return "shapes of the rows, indices and result do not match";
+    return {};
+}
+inline void get_rows_record(recorder& r, const node& d) {
+    const node& a = *d.src[0];
+    const node& ix = *d.src[1];
+    get_rows_push p{};
+    p.ne = u4(d.lay.ne);
+    p.anb = strides(a, unit_of(a.lay.type));
+    p.inb = strides(ix, 4);
+    p.dnb = strides(d, 4);
+    p.ta = code_of(a.lay.type);
+    p.arows = static_cast<std::uint32_t>(a.lay.ne[1]);
+    const binding ba = r.bind(a, unit_of(a.lay.type)), bi = r.bind(ix, 4), bd = r.bind(d, 4);
+    p.aoff = ba.first;
+    p.ioff = bi.first;
+    p.doff = bd.first;
+    r.dispatch(shader_id::get_rows, {ba, bi, bd}, p, static_cast<std::uint64_t>(d.lay.nelements()), 256);
+}
+
+struct set_rows_push {
+    std::array<std::uint32_t, 4> ne, anb, inb, ine, dnb;
+    std::uint32_t aoff, ioff, doff, types, drows, i64;
+};
+static_assert(sizeof(set_rows_push) == 104);
+
+// set_rows(dst, b, idx): the node is dst's view; src0 = b (the rows), src1 = the indices
+inline std::string set_rows_supports(const node& d, const context& c) {
+    const node* b = d.src[0];
+    const node* ix = d.src[1];
+    if (!b || !ix) return "needs rows and indices";
+    if (std::string why = operand_ok(*b, c, "src0", float_in); !why.empty()) return why;
+    if (std::string why = operand_ok(*ix, c, "the indices", {type_id::i32, type_id::i64}); !why.empty()) return why;
+    if (std::string why = operand_ok(d, c, "the destination", float_out); !why.empty()) return why;
+    if (b->lay.ne[0] != d.lay.ne[0] || b->lay.ne[2] != d.lay.ne[2] || b->lay.ne[3] != d.lay.ne[3] || ix->lay.ne[0] != b->lay.ne[1] ||
+        ix->lay.ne[1] == 0 || ix->lay.ne[2] == 0 || b->lay.ne[2] % ix->lay.ne[1] || b->lay.ne[3] % ix->lay.ne[2])
+        return "shapes of the rows, indices and destination do not match";
+    return {};
+}
+inline void set_rows_record(recorder& r, const node& d) {
+    const node& b = *d.src[0];
+    const node& ix = *d.src[1];
+    set_rows_push p{};
+    p.ne = u4(b.lay.ne);
+    p.anb = strides(b, unit_of(b.lay.type));
+    p.inb = strides(ix, 4);
+    p.ine = u4(ix.lay.ne);
+    p.dnb = strides(d, unit_of(d.lay.type));
+    p.types = code_of(b.lay.type) | code_of(d.lay.type) << 8;
+    p.drows = static_cast<std::uint32_t>(d.lay.ne[1]);
+    p.i64 = ix.lay.type == type_id::i64 ? 1u : 0u;
+    const binding ba = r.bind(b, unit_of(b.lay.type)), bi = r.bind(ix, 4), bd = r.bind(d, unit_of(d.lay.type));
+    p.aoff = ba.first;
+    p.ioff = bi.first;
+    p.doff = bd.first;
+    r.dispatch(shader_id::set_rows, {ba, bi, bd}, p, static_cast<std::uint64_t>(b.lay.nelements()), 256);
+}
+
+// ---- row reductions (shaders/reduce.comp): one workgroup of 128 per row ---------------------
+
+struct reduce_push {
+    std::array<std::uint32_t, 4> ne, anb, dnb;
+    std::uint32_t aoff, doff, op, types;
+    float eps;
+};
+static_assert(sizeof(reduce_push) == 68);
+
+inline std::string reduce_supports(const node& d, const context& c) {
+    const node* a = d.src[0];
+    if (!a) return "needs a source";
+    if (std::string why = operand_ok(*a, c, "src0", float_in); !why.empty()) return why;
+    const auto& an = a->lay.ne;
+    switch (d.op) {
+        case op_kind::argmax:
+            if (std::string why = operand_ok(d, c, "the result", {type_id::i32}); !why.empty()) return why;
+            if (an[0] == 0) return "src0 has empty rows";
+            if (an[2] != 1 || an[3] != 1 || d.lay.ne[0] != an[1]) return "src0 is not a matrix of the result's rows";
+            return {};
+        case op_kind::sum_rows:
+        case op_kind::mean:
+            if (std::string why = operand_ok(d, c, "the result", float_out); !why.empty()) return why;
+            if (d.lay.ne[0] != 1 || d.lay.ne[1] != an[1] || d.lay.ne[2] != an[2] || d.lay.ne[3] != an[3])
+                return "the result is not one value per row of src0";
+            return {};
+        default:  // rms_norm, norm
+            if (std::string why = operand_ok(d, c, "the result", float_out); !why.empty()) return why;
+            if (d.lay.ne != an) return "src0's shape differs from the result's";
+            return {};
+    }
+}
+inline void reduce_record(recorder& r, const node& d) {
+    const node& a = *d.src[0];
+    reduce_push p{};
+    p.ne = u4(a.lay.ne);
+    p.anb = strides(a, unit_of(a.lay.type));
+    p.dnb = strides(d, unit_of(d.lay.type));
+    switch (d.op) {
+        case op_kind::rms_norm: p.op = 0; break;
+        case op_kind::norm: p.op = 1; break;
+        case op_kind::sum_rows: p.op = 2; break;
+        case op_kind::mean: p.op = 3; break;
+        default: p.op = 4; break;  // argmax
+    }
+    if (p.op < 2) p.eps = d.param<graph::norm_params>().eps;
+    p.types = code_of(a.lay.type) | code_of(d.lay.type) << 8;
+    const binding ba = r.bind(a, unit_of(a.lay.type)), bd = r.bind(d, unit_of(d.lay.type));
+    p.aoff = ba.first;
+    p.doff = bd.first;
+    const auto rows = static_cast<std::uint64_t>(a.lay.ne[1] * a.lay.ne[2] * a.lay.ne[3]);
+    r.dispatch(shader_id::reduce, {ba, ba, bd}, p, rows * 128, 128);
+}
+
+// ---- soft_max (shaders/soft_max.comp): one workgroup of 128 per row --------------------------
+
+struct soft_max_push {
+    std::array<std::uint32_t, 4> ne, anb, mne, mnb, dnb;
+    std::uint32_t aoff, moff, doff, types, has_mask;
+    float scale, m0, m1;
+    std::uint32_t n_log2, alibi;
+};
+static_assert(sizeof(soft_max_push) == 120);
+
+inline std::string soft_max_supports(const node& d, const context& c) {
+    const node* a = d.src[0];
+    const node* m = d.src[1];
+    if (!a) return "needs a source";
+    if (d.src[2]) return "attention sinks (src2) are not implemented by the Vulkan device";
+    if (std::string why = operand_ok(*a, c, "src0", float_in); !why.empty()) return why;
+    if (std::string why = operand_ok(d, c, "the result", float_out); !why.empty()) return why;
+    if (d.lay.ne != a->lay.ne) return "src0's shape differs from the result's";
+    if (m) {
+        if (std::string why = operand_ok(*m, c, "the mask", {type_id::f32, type_id::f16}); !why.empty()) return why;
+        const auto &mn = m->lay.ne, &an = a->lay.ne;
+        if (mn[0] != an[0] || mn[1] < an[1] || mn[2] == 0 || mn[3] == 0 || an[2] % mn[2] || an[3] % mn[3])
+            return "the mask does not cover src0 (ggml's broadcast over dims 2 and 3)";
+    } else if (d.param<graph::soft_max_params>().max_bias > 0.0f) {
+        return "ALiBi (max_bias > 0) without a mask";
+    }
+    return {};
+}
+inline void soft_max_record(recorder& r, const node& d) {
+    const node& a = *d.src[0];
+    const node* m = d.src[1];
+    const auto& sp = d.param<graph::soft_max_params>();
+    soft_max_push p{};
+    p.ne = u4(a.lay.ne);
+    p.anb = strides(a, unit_of(a.lay.type));
+    p.dnb = strides(d, unit_of(d.lay.type));
+    p.scale = sp.scale;
+    if (sp.max_bias > 0.0f) {  // ggml's ALiBi slopes over the heads of dim 2
+        const auto n_head = static_cast<std::uint32_t>(a.lay.ne[2]);
+        std::uint32_t n_log2 = 1;
+        while (n_log2 * 2 <= n_head) n_log2 *= 2;
+        p.alibi = 1;
+        p.n_log2 = n_log2;
+        p.m0 = std::pow(2.0f, -sp.max_bias / static_cast<float>(n_log2));
+        p.m1 = std::pow(2.0f, -(sp.max_bias / 2.0f) / static_cast<float>(n_log2));
+    }
+    const binding ba = r.bind(a, unit_of(a.lay.type)), bd = r.bind(d, unit_of(d.lay.type));
+    binding bm = ba;
+    p.mne = p.ne;
+    p.mnb = p.anb;
+    p.types = code_of(a.lay.type) | code_of(a.lay.type) << 4 | code_of(d.lay.type) << 8;
+    if (m) {
+        bm = r.bind(*m, unit_of(m->lay.type));
+        p.mne = u4(m->lay.ne);
+        p.mnb = strides(*m, unit_of(m->lay.type));
+        p.types = code_of(a.lay.type) | code_of(m->lay.type) << 4 | code_of(d.lay.type) << 8;
+        p.has_mask = 1;
+    }
+    p.aoff = ba.first;
+    p.moff = bm.first;
+    p.doff = bd.first;
+    const auto rows = static_cast<std::uint64_t>(a.lay.ne[1] * a.lay.ne[2] * a.lay.ne[3]);
+    r.dispatch(shader_id::soft_max, {ba, bm, bd}, p, rows * 128, 128);
+}
+
+// ---- mul_mat (shaders/mul_mat_f32.comp) ----------------------------------------------------
 
 struct mul_mat_push {
     std::array<std::uint32_t, 4> ne, anb, bnb, dnb;
@@ -226,8 +570,7 @@ inline std::string mul_mat_supports(const node& d, const context& c) {
     if (!a || !b) return "needs two sources";
     if (a->lay.type != type_id::f32 || b->lay.type != type_id::f32)
         return "mul_mat " + type_str(*a) + " x " + type_str(*b) + " (the Vulkan device has f32 x f32 only)";
-    for (auto [t, role] : {std::pair{&d, "the result"}, std::pair{a, "src0"}, std::pair{b, "src1"}})
-        if (std::string why = operand_ok(*t, c, role); !why.empty()) return why;
+    if (std::string why = operands_ok(c, {{&d, "the result"}, {a, "src0"}, {b, "src1"}}, {type_id::f32}); !why.empty()) return why;
     const auto &an = a->lay.ne, &bn = b->lay.ne, &dn = d.lay.ne;
     if (an[0] != bn[0] || dn[0] != an[1] || dn[1] != bn[1] || dn[2] != bn[2] || dn[3] != bn[3]) return "mul_mat shapes do not match";
     if (an[2] == 0 || an[3] == 0 || bn[2] % an[2] || bn[3] % an[3]) return "src0 does not broadcast over src1's dims 2 and 3";
@@ -238,13 +581,13 @@ inline void mul_mat_record(recorder& r, const node& d) {
     const node& b = *d.src[1];
     mul_mat_push p{};
     p.ne = u4(d.lay.ne);
-    p.anb = strides(a);
-    p.bnb = strides(b);
-    p.dnb = strides(d);
+    p.anb = strides(a, 4);
+    p.bnb = strides(b, 4);
+    p.dnb = strides(d, 4);
     p.K = static_cast<std::uint32_t>(a.lay.ne[0]);
     p.r2 = static_cast<std::uint32_t>(b.lay.ne[2] / a.lay.ne[2]);
     p.r3 = static_cast<std::uint32_t>(b.lay.ne[3] / a.lay.ne[3]);
-    const binding ba = r.bind(a), bb = r.bind(b), bd = r.bind(d);
+    const binding ba = r.bind(a, 4), bb = r.bind(b, 4), bd = r.bind(d, 4);
     p.aoff = ba.first;
     p.boff = bb.first;
     p.doff = bd.first;
@@ -260,18 +603,31 @@ struct op_entry {
     op_cost cost;
 };
 
-// The table. Costs per element of the result, f32: a binary op reads a and b and writes d
-// (12 bytes, 1 flop; a broadcast b is re-read from cache); scale reads a, writes d (8 bytes,
-// 2 flops); mul_mat reads a row of a and a row of b (8k bytes from memory in this simple
-// shader, no reuse) and writes 4, 2k flops.
-inline const std::array<op_entry, 6>& op_table() {
+// The table. Costs per element of the result, in bytes moved (sa, sb, sd: the element
+// sizes of src0, src1 and the result, 4 for f32, 2 for f16 and bf16) and flops; a
+// broadcast operand is counted as read once per element (a GPU serves the repeats from
+// cache). docs/backends.md lists the same.
+inline const std::array<op_entry, 19>& op_table() {
     using namespace detail_ops;
-    static const std::array<op_entry, 6> t{{
-        {op_kind::add, binary_supports, binary_record, {"12", "1"}},
-        {op_kind::sub, binary_supports, binary_record, {"12", "1"}},
-        {op_kind::mul, binary_supports, binary_record, {"12", "1"}},
-        {op_kind::div, binary_supports, binary_record, {"12", "1"}},
-        {op_kind::scale, scale_supports, binary_record, {"8", "2"}},
+    static const std::array<op_entry, 19> t{{
+        {op_kind::add, binary_supports, binary_record, {"sa + sb + sd", "1"}},
+        {op_kind::sub, binary_supports, binary_record, {"sa + sb + sd", "1"}},
+        {op_kind::mul, binary_supports, binary_record, {"sa + sb + sd", "1"}},
+        {op_kind::div, binary_supports, binary_record, {"sa + sb + sd", "1"}},
+        {op_kind::scale, scale_supports, scale_record, {"sa + sd", "2"}},
+        {op_kind::unary, unary_supports, unary_record, {"sa + sd", "1 (relu, neg, abs) to ~20 (gelu, gelu_erf)"}},
+        {op_kind::glu, glu_supports, glu_record, {"2 sa + sd (one source: its two halves)", "~5 (reglu) to ~25 (geglu_erf)"}},
+        {op_kind::cpy, copy_supports, copy_record, {"sa + sd", "0"}},
+        {op_kind::dup, copy_supports, copy_record, {"sa + sd", "0"}},
+        {op_kind::cont, copy_supports, copy_record, {"sa + sd", "0"}},
+        {op_kind::get_rows, get_rows_supports, get_rows_record, {"sa + 4 (its index) + 4; q4_0 18/32, q8_0 34/32 for sa", "0 (1 quantized)"}},
+        {op_kind::set_rows, set_rows_supports, set_rows_record, {"sa + 4 (or 8, its index) + sd, per element of src0", "0"}},
+        {op_kind::rms_norm, reduce_supports, reduce_record, {"2 sa + sd (the row is read twice)", "3"}},
+        {op_kind::norm, reduce_supports, reduce_record, {"3 sa + sd", "5"}},
+        {op_kind::sum_rows, reduce_supports, reduce_record, {"ne0 sa + sd", "ne0"}},
+        {op_kind::mean, reduce_supports, reduce_record, {"ne0 sa + sd", "ne0 + 1"}},
+        {op_kind::argmax, reduce_supports, reduce_record, {"ne0 sa + 4", "ne0 (compares)"}},
+        {op_kind::soft_max, soft_max_supports, soft_max_record, {"3 (sa + sm) + sd (three passes; sm: the mask's, 0 without)", "~12"}},
         {op_kind::mul_mat, mul_mat_supports, mul_mat_record, {"8k + 4", "2k"}},
     }};
     return t;
@@ -283,13 +639,20 @@ inline const op_entry* find_op(op_kind k) {
     return nullptr;
 }
 
+// The ops of the table, "add, sub, ..., mul_mat".
+inline std::string implemented_list() {
+    std::string r;
+    for (const op_entry& e : op_table()) r += (r.empty() ? "" : ", ") + std::string(graph::op_name(e.op));
+    return r;
+}
+
 // "" when the device computes x, else why not (naming the op).
 inline std::string unsupported_reason(const node& x, const context& c) {
     if (graph::op_is_view(x.op) || x.op == op_kind::none) return {};
     const op_entry* e = find_op(x.op);
     if (!e)
         return "op " + std::string(graph::op_name(x.op)) +
-               " is not implemented by the Vulkan device (it computes add, sub, mul, div, scale and mul_mat in f32)";
+               " is not implemented by the Vulkan device (it computes " + implemented_list() + ")";
     if (std::string why = e->supports(x, c); !why.empty()) return std::string(graph::op_name(x.op)) + ": " + why;
     return {};
 }

@@ -1,0 +1,60 @@
+// tessera Vulkan, shared by every shader: the three operand bindings (0, 1, 2) with one
+// alias per element type, typed loads and stores that compute in f32, and index math.
+//
+// Element types (the host's type codes, detail_ops::tcode in ops.hpp): 0 f32, 1 f16,
+// 2 bf16 (read only), 3 i32. An operand's offset and strides are in its own elements.
+// Built twice by tools/gen_spirv.py: with 16-bit storage, and with TESSERA_F32_ONLY for
+// devices without storageBuffer16BitAccess (then only codes 0 and 3 occur: the host
+// refuses f16 and bf16 operands there).
+#ifndef TESSERA_F32_ONLY
+#extension GL_EXT_shader_16bit_storage : require
+#define TESSERA_OPERAND_16(B, N)                                          \
+    layout(std430, binding = B) buffer N##_f16_ { float16_t N##16[]; };  \
+    layout(std430, binding = B) buffer N##_u16_ { uint16_t N##u16[]; };
+#define TESSERA_LOAD_16(N, t, i) \
+    ((t) == 1u ? float(N##16[i]) : uintBitsToFloat(uint(N##u16[i]) << 16))
+#define TESSERA_STORE_16(N, i, v) N##16[i] = float16_t(v)
+#else
+#define TESSERA_OPERAND_16(B, N)
+#define TESSERA_LOAD_16(N, t, i) 0.0
+#define TESSERA_STORE_16(N, i, v)
+#endif
+
+#define TESSERA_OPERAND(B, N)                                              \
+    layout(std430, binding = B) buffer N##_f32_ { float N##32[]; };       \
+    layout(std430, binding = B) buffer N##_i32_ { int N##i32[]; };        \
+    TESSERA_OPERAND_16(B, N)                                               \
+    float load_##N(uint t, uint i) {                                       \
+        if (t == 0u) return N##32[i];                                      \
+        if (t == 3u) return float(N##i32[i]);                              \
+        return TESSERA_LOAD_16(N, t, i);                                   \
+    }                                                                      \
+    void store_##N(uint t, uint i, float v) {                              \
+        if (t == 0u) N##32[i] = v;                                         \
+        else if (t == 3u) N##i32[i] = int(v);                              \
+        else { TESSERA_STORE_16(N, i, v); }                                \
+    }
+
+TESSERA_OPERAND(0, a)
+TESSERA_OPERAND(1, b)
+TESSERA_OPERAND(2, d)
+
+// The invocation's flat index: the host splits a large grid over x and y.
+uint flat_index(uint local) {
+    return (gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x) * local + gl_LocalInvocationID.x;
+}
+// The workgroup's flat index (shaders that give each workgroup one row).
+uint group_index() { return gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x; }
+
+// (i0, i1, i2, i3) of flat index idx in a row-major traversal of extents ne.
+uvec4 unravel(uint idx, uvec4 ne) {
+    uvec4 i;
+    i.x = idx % ne.x;
+    idx /= ne.x;
+    i.y = idx % ne.y;
+    idx /= ne.y;
+    i.z = idx % ne.z;
+    i.w = idx / ne.z;
+    return i;
+}
+uint at(uvec4 i, uvec4 nb) { return i.x * nb.x + i.y * nb.y + i.z * nb.z + i.w * nb.w; }
