@@ -37,7 +37,10 @@ BASE_SHADERS = [
     ("set_rows", "set_rows.comp", []),
     ("reduce", "reduce.comp", []),
     ("soft_max", "soft_max.comp", []),
-    ("mul_mat_f32", "mul_mat_f32.comp", []),
+    ("mul_mat_vec", "mul_mat.comp", []),
+    ("mul_mat_tiled", "mul_mat.comp", ["-DTILED"]),
+    ("mul_mat_id", "mul_mat.comp", ["-DMUL_MAT_ID"]),
+    ("flash_attn", "flash_attn.comp", []),
 ]
 SHADERS = [v for name, src, extra in BASE_SHADERS
            for v in ((name, src, extra), (name + "_f32only", src, [*extra, "-DTESSERA_F32_ONLY"]))]

@@ -39,10 +39,10 @@ namespace backend::vulkan {
 // The compiled shaders (spirv/shaders.hpp), one pipeline each. Each has two builds: with
 // 16-bit storage (f16/bf16 operands), used when the device has storageBuffer16BitAccess,
 // and an f32-only one (NAME_f32only) for devices without it.
-enum class shader_id : std::uint8_t { eltwise, get_rows, set_rows, reduce, soft_max, mul_mat_f32, count };
+enum class shader_id : std::uint8_t { eltwise, get_rows, set_rows, reduce, soft_max, mul_mat_vec, mul_mat_tiled, mul_mat_id, flash_attn, count };
 
 inline constexpr std::uint32_t push_constant_bytes = 128;  // the minimum every device offers
-inline constexpr std::uint32_t max_bindings = 3;           // storage buffers per dispatch
+inline constexpr std::uint32_t max_bindings = 6;           // storage buffers per dispatch
 
 // A VkBuffer with its memory (and its mapping when host-visible).
 struct memory_block {
@@ -124,7 +124,7 @@ public:
                         (VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT);
         force_staging_ = env_is("TESSERA_VULKAN_STAGING", "1");
 
-        // one pipeline layout for every shader: three storage buffers and 128 bytes of push constants
+        // one pipeline layout for every shader: max_bindings storage buffers and 128 bytes of push constants
         std::array<VkDescriptorSetLayoutBinding, max_bindings> binds{};
         for (std::uint32_t i = 0; i < max_bindings; ++i) {
             binds[i].binding = i;
@@ -311,7 +311,10 @@ public:
             TESSERA_VK_SHADER_(set_rows)
             TESSERA_VK_SHADER_(reduce)
             TESSERA_VK_SHADER_(soft_max)
-            TESSERA_VK_SHADER_(mul_mat_f32)
+            TESSERA_VK_SHADER_(mul_mat_vec)
+            TESSERA_VK_SHADER_(mul_mat_tiled)
+            TESSERA_VK_SHADER_(mul_mat_id)
+            TESSERA_VK_SHADER_(flash_attn)
             default: fail(errc::invalid_argument, name_ + ": no such shader");
         }
 #undef TESSERA_VK_SHADER_
