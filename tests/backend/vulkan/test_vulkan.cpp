@@ -413,9 +413,13 @@ TEST_CASE("Vulkan: supports_op refuses other ops by name, with the reason") {
     CHECK(d.supports_op(*graph::soft_max_ext(a, any_tensor(), 1.0f).get()));
     CHECK(d.supports_op(*graph::cont(graph::transpose(a)).get()));
     CHECK(d.supports_op(*graph::add(h, h).get()));
-    const std::string mm = vulkan_unsupported_reason(0, *graph::mul_mat(h, a).get());
-    CHECK(mm.find("mul_mat f16 x f32") != std::string::npos);
-    CHECK_FALSE(d.supports_op(*graph::mul_mat(h, a).get()));
+    CHECK(d.supports_op(*graph::mul_mat(h, a).get()));
+    any_tensor q5 = graph::new_tensor(ctx, type_id::q5_0, {32, 2, 1, 1}, "q5");
+    any_tensor a32 = graph::new_tensor(ctx, type_id::f32, {32, 2, 1, 1}, "a32");
+    const std::string mm = vulkan_unsupported_reason(0, *graph::mul_mat(q5, a32).get());
+    CHECK(mm.find("mul_mat: src0 is q5_0") != std::string::npos);
+    CHECK(mm.find("q4_K or q6_K") != std::string::npos);
+    CHECK_FALSE(d.supports_op(*graph::mul_mat(q5, a32).get()));
     // a refused unary op names itself; a refused type is named
     const std::string sq = vulkan_unsupported_reason(0, *graph::unary(a, graph::unary_op::softplus).get());
     CHECK(sq.find("unary op softplus") != std::string::npos);
