@@ -416,11 +416,14 @@ TEST_CASE("Vulkan: supports_op refuses other ops by name, with the reason") {
     const std::string mm = vulkan_unsupported_reason(0, *graph::mul_mat(h, a).get());
     CHECK(mm.find("mul_mat f16 x f32") != std::string::npos);
     CHECK_FALSE(d.supports_op(*graph::mul_mat(h, a).get()));
-    // a refused unary op names itself; a refused type is named
-    const std::string sq = vulkan_unsupported_reason(0, *graph::unary(a, graph::unary_op::softplus).get());
-    CHECK(sq.find("unary op softplus") != std::string::npos);
-    const std::string ci = vulkan_unsupported_reason(0, *graph::cast(a, type_id::i32).get());
-    CHECK(ci.find("cpy: the result is i32") != std::string::npos);
+    // a refused type is named, with the role of the operand
+    any_tensor w = graph::new_tensor(ctx, type_id::f32, {32, 2, 1, 1}, "w");
+    const std::string cq = vulkan_unsupported_reason(0, *graph::cast(w, type_id::q8_0).get());
+    CHECK(cq.find("cpy: the result is q8_0") != std::string::npos);
+    any_tensor ix = graph::new_tensor(ctx, type_id::i32, {2, 1, 1, 1}, "ix");
+    any_tensor k4 = graph::new_tensor(ctx, type_id::q4_K, {256, 2, 1, 1}, "k4");
+    const std::string gq = vulkan_unsupported_reason(0, *graph::get_rows(k4, ix).get());
+    CHECK(gq.find("get_rows: src0 is q4_K") != std::string::npos);
     CHECK(vulkan_unsupported_reason(0, *graph::add(a, a).get()).empty());
     // graph_compute says the same, and computes nothing
     graph::cgraph g;

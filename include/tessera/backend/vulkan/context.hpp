@@ -42,7 +42,7 @@ namespace backend::vulkan {
 enum class shader_id : std::uint8_t { eltwise, get_rows, set_rows, reduce, soft_max, mul_mat_f32, count };
 
 inline constexpr std::uint32_t push_constant_bytes = 128;  // the minimum every device offers
-inline constexpr std::uint32_t max_bindings = 3;           // storage buffers per dispatch
+inline constexpr std::uint32_t max_bindings = 4;           // storage buffers per dispatch
 
 // A VkBuffer with its memory (and its mapping when host-visible).
 struct memory_block {
@@ -124,7 +124,7 @@ public:
                         (VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT);
         force_staging_ = env_is("TESSERA_VULKAN_STAGING", "1");
 
-        // one pipeline layout for every shader: three storage buffers and 128 bytes of push constants
+        // one pipeline layout for every shader: four storage buffers and 128 bytes of push constants
         std::array<VkDescriptorSetLayoutBinding, max_bindings> binds{};
         for (std::uint32_t i = 0; i < max_bindings; ++i) {
             binds[i].binding = i;

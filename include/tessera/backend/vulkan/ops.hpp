@@ -204,16 +204,17 @@ inline std::string operands_ok(const context& c, std::initializer_list<std::pair
 }
 
 inline constexpr std::initializer_list<type_id> float_in = {type_id::f32, type_id::f16, type_id::bf16};
-inline constexpr std::initializer_list<type_id> float_out = {type_id::f32, type_id::f16};
+inline constexpr std::initializer_list<type_id> float_out = {type_id::f32, type_id::f16, type_id::bf16};
+inline constexpr std::initializer_list<type_id> copy_types = {type_id::f32, type_id::f16, type_id::bf16, type_id::i32};
 
 // ---- element-wise (shaders/eltwise.comp) ---------------------------------------------------
 
 struct eltwise_push {
     std::array<std::uint32_t, 4> ne, bne, anb, bnb, dnb;
     std::uint32_t aoff, boff, doff, op, types;
-    float s, t;
+    float s, t, u, w;  // the op's parameters
 };
-static_assert(sizeof(eltwise_push) == 108);
+static_assert(sizeof(eltwise_push) == 116);
 
 inline std::uint32_t types3(const node& a, const node& b, const node& d) {
     return code_of(a.lay.type) | code_of(b.lay.type) << 4 | code_of(d.lay.type) << 8;
@@ -253,16 +254,18 @@ inline void binary_record(recorder& r, const node& d) {
 }
 
 // scale, unary, cpy/dup/cont: one source
-inline std::string one_source(const node& d, const context& c, bool same_shape) {
+inline std::string one_source(const node& d, const context& c, bool same_shape, std::initializer_list<type_id> in = float_in,
+                              std::initializer_list<type_id> out = float_out) {
     const node* a = d.src[0];
     if (!a) return "needs a source";
-    if (std::string why = operand_ok(*a, c, "src0", float_in); !why.empty()) return why;
-    if (std::string why = operand_ok(d, c, "the result", float_out); !why.empty()) return why;
+    if (std::string why = operand_ok(*a, c, "src0", in); !why.empty()) return why;
+    if (std::string why = operand_ok(d, c, "the result", out); !why.empty()) return why;
     if (same_shape && a->lay.ne != d.lay.ne) return "src0's shape differs from the result's";
     if (a->lay.nelements() != d.lay.nelements()) return "src0 and the result have different element counts";
     return {};
 }
-inline void one_source_record(recorder& r, const node& d, std::uint32_t op, float s, float t) {
+inline void one_source_record(recorder& r, const node& d, std::uint32_t op, float s = 0.f, float t = 0.f, float u = 0.f,
+                              float w = 0.f) {
     const node& a = *d.src[0];
     eltwise_push p{};
     p.ne = u4(d.lay.ne);
@@ -273,6 +276,8 @@ inline void one_source_record(recorder& r, const node& d, std::uint32_t op, floa
     p.types = types3(a, a, d);
     p.s = s;
     p.t = t;
+    p.u = u;
+    p.w = w;
     const binding ba = r.bind(a, unit_of(a.lay.type)), bd = r.bind(d, unit_of(d.lay.type));
     p.aoff = ba.first;
     p.boff = ba.first;
@@ -286,28 +291,32 @@ inline void scale_record(recorder& r, const node& d) {
 }
 
 // cpy (src0 into src1's view), dup, cont: ggml's cpy, element k to element k in the
-// row-major traversals of both shapes
-inline std::string copy_supports(const node& d, const context& c) { return one_source(d, c, false); }
-inline void copy_record(recorder& r, const node& d) { one_source_record(r, d, 5, 0.f, 0.f); }
+// row-major traversals of both shapes; f32/f16/bf16/i32 each way (float to i32 truncates)
+inline std::string copy_supports(const node& d, const context& c) { return one_source(d, c, false, copy_types, copy_types); }
+inline void copy_record(recorder& r, const node& d) { one_source_record(r, d, 5); }
 
-// The unary ops eltwise.comp computes (its op 16 + ggml's unary index).
-inline bool unary_on_device(graph::unary_op u) {
-    using U = graph::unary_op;
-    switch (u) {
-        case U::abs: case U::neg: case U::tanh: case U::relu: case U::sigmoid: case U::gelu: case U::gelu_quick:
-        case U::silu: case U::exp: case U::gelu_erf: return true;
-        default: return false;
-    }
-}
+// unary: every one of ggml's unary ops (eltwise.comp's op 16 + its index; xielu with its
+// four factors); sqr, sqrt, log, sin, cos, clamp, leaky_relu: eltwise.comp's ops 48..54
 inline std::string unary_supports(const node& d, const context& c) {
-    const graph::unary_op u = d.param<graph::unary_params>().op;
-    if (!unary_on_device(u))
-        return "unary op " + std::string(graph::unary_name(u)) +
-               " is not implemented by the Vulkan device (it has abs, neg, tanh, relu, sigmoid, gelu, gelu_quick, silu, exp, gelu_erf)";
+    const auto u = static_cast<std::size_t>(d.param<graph::unary_params>().op);
+    if (u >= graph::unary_names.size()) return "unary op " + std::to_string(u) + " is not one of ggml's";
     return one_source(d, c, true);
 }
 inline void unary_record(recorder& r, const node& d) {
-    one_source_record(r, d, 16u + static_cast<std::uint32_t>(d.param<graph::unary_params>().op), 0.f, 0.f);
+    const auto& up = d.param<graph::unary_params>();
+    one_source_record(r, d, 16u + static_cast<std::uint32_t>(up.op), up.alpha_n, up.alpha_p, up.beta, up.eps);
+}
+inline std::string math_supports(const node& d, const context& c) { return one_source(d, c, true); }
+inline void math_record(recorder& r, const node& d) {
+    switch (d.op) {
+        case op_kind::sqr: one_source_record(r, d, 48); break;
+        case op_kind::sqrt: one_source_record(r, d, 49); break;
+        case op_kind::log: one_source_record(r, d, 50); break;
+        case op_kind::sin: one_source_record(r, d, 51); break;
+        case op_kind::cos: one_source_record(r, d, 52); break;
+        case op_kind::clamp: one_source_record(r, d, 53, d.param<graph::clamp_params>().min, d.param<graph::clamp_params>().max); break;
+        default: one_source_record(r, d, 54, d.param<graph::leaky_relu_params>().slope); break;  // leaky_relu
+    }
 }
 
 // glu: d = act(x) * g with x, g = src0, src1, or (one source) the two halves of src0's
@@ -370,11 +379,13 @@ inline std::string get_rows_supports(const node& d, const context& c) {
     const node* a = d.src[0];
     const node* ix = d.src[1];
     if (!a || !ix) return "needs rows and indices";
-    if (std::string why = operand_ok(*a, c, "src0", {type_id::f32, type_id::f16, type_id::bf16, type_id::q4_0, type_id::q8_0});
+    if (std::string why =
+            operand_ok(*a, c, "src0", {type_id::f32, type_id::f16, type_id::bf16, type_id::i32, type_id::q4_0, type_id::q8_0});
         !why.empty())
         return why;
     if (std::string why = operand_ok(*ix, c, "the indices", {type_id::i32}); !why.empty()) return why;
-    if (std::string why = operand_ok(d, c, "the result", {type_id::f32}); !why.empty()) return why;
+    if (std::string why = operand_ok(d, c, "the result", {a->lay.type == type_id::i32 ? type_id::i32 : type_id::f32}); !why.empty())
+        return why;
     if (is_quantized(a->lay.type) && (a->lay.nb[0] != static_cast<std::size_t>(type_size(a->lay.type)) || a->lay.ne[0] % 32))
         return "src0's " + type_str(*a) + " blocks are not contiguous along its rows";
     if (d.lay.ne[0] != a->lay.ne[0] || d.lay.ne[1] != ix->lay.ne[0] || d.lay.ne[2] != ix->lay.ne[1] || d.lay.ne[3] != ix->lay.ne[2] ||
@@ -494,18 +505,17 @@ inline void reduce_record(recorder& r, const node& d) {
 // ---- soft_max (shaders/soft_max.comp): one workgroup of 128 per row --------------------------
 
 struct soft_max_push {
-    std::array<std::uint32_t, 4> ne, anb, mne, mnb, dnb;
-    std::uint32_t aoff, moff, doff, types, has_mask;
+    std::array<std::uint32_t, 4> ne, anb, mnb, dnb;
+    std::uint32_t mne2, mne3, aoff, moff, doff, types, has_mask;
     float scale, m0, m1;
-    std::uint32_t n_log2, alibi;
+    std::uint32_t n_log2, alibi, has_sinks, soff, snb;
 };
-static_assert(sizeof(soft_max_push) == 120);
+static_assert(sizeof(soft_max_push) == 124);
 
 inline std::string soft_max_supports(const node& d, const context& c) {
     const node* a = d.src[0];
     const node* m = d.src[1];
     if (!a) return "needs a source";
-    if (d.src[2]) return "attention sinks (src2) are not implemented by the Vulkan device";
     if (std::string why = operand_ok(*a, c, "src0", float_in); !why.empty()) return why;
     if (std::string why = operand_ok(d, c, "the result", float_out); !why.empty()) return why;
     if (d.lay.ne != a->lay.ne) return "src0's shape differs from the result's";
@@ -516,6 +526,10 @@ inline std::string soft_max_supports(const node& d, const context& c) {
             return "the mask does not cover src0 (ggml's broadcast over dims 2 and 3)";
     } else if (d.param<graph::soft_max_params>().max_bias > 0.0f) {
         return "ALiBi (max_bias > 0) without a mask";
+    }
+    if (const node* sk = d.src[2]) {
+        if (std::string why = operand_ok(*sk, c, "the sinks", {type_id::f32}); !why.empty()) return why;
+        if (sk->lay.ne[0] < a->lay.ne[2]) return "fewer sinks than heads (src0's dim 2)";
     }
     return {};
 }
@@ -539,21 +553,30 @@ inline void soft_max_record(recorder& r, const node& d) {
     }
     const binding ba = r.bind(a, unit_of(a.lay.type)), bd = r.bind(d, unit_of(d.lay.type));
     binding bm = ba;
-    p.mne = p.ne;
+    p.mne2 = p.ne[2];
+    p.mne3 = p.ne[3];
     p.mnb = p.anb;
     p.types = code_of(a.lay.type) | code_of(a.lay.type) << 4 | code_of(d.lay.type) << 8;
     if (m) {
         bm = r.bind(*m, unit_of(m->lay.type));
-        p.mne = u4(m->lay.ne);
+        p.mne2 = static_cast<std::uint32_t>(m->lay.ne[2]);
+        p.mne3 = static_cast<std::uint32_t>(m->lay.ne[3]);
         p.mnb = strides(*m, unit_of(m->lay.type));
         p.types = code_of(a.lay.type) | code_of(m->lay.type) << 4 | code_of(d.lay.type) << 8;
         p.has_mask = 1;
+    }
+    binding bs = ba;
+    if (const node* sk = d.src[2]) {
+        bs = r.bind(*sk, 4);
+        p.has_sinks = 1;
+        p.soff = bs.first;
+        p.snb = static_cast<std::uint32_t>(sk->lay.nb[0] / 4);
     }
     p.aoff = ba.first;
     p.moff = bm.first;
     p.doff = bd.first;
     const auto rows = static_cast<std::uint64_t>(a.lay.ne[1] * a.lay.ne[2] * a.lay.ne[3]);
-    r.dispatch(shader_id::soft_max, {ba, bm, bd}, p, rows * 128, 128);
+    r.dispatch(shader_id::soft_max, {ba, bm, bd, bs}, p, rows * 128, 128);
 }
 
 // ---- mul_mat (shaders/mul_mat_f32.comp) ----------------------------------------------------
@@ -607,15 +630,22 @@ struct op_entry {
 // sizes of src0, src1 and the result, 4 for f32, 2 for f16 and bf16) and flops; a
 // broadcast operand is counted as read once per element (a GPU serves the repeats from
 // cache). docs/backends.md lists the same.
-inline const std::array<op_entry, 19>& op_table() {
+inline const std::array<op_entry, 26>& op_table() {
     using namespace detail_ops;
-    static const std::array<op_entry, 19> t{{
+    static const std::array<op_entry, 26> t{{
         {op_kind::add, binary_supports, binary_record, {"sa + sb + sd", "1"}},
         {op_kind::sub, binary_supports, binary_record, {"sa + sb + sd", "1"}},
         {op_kind::mul, binary_supports, binary_record, {"sa + sb + sd", "1"}},
         {op_kind::div, binary_supports, binary_record, {"sa + sb + sd", "1"}},
         {op_kind::scale, scale_supports, scale_record, {"sa + sd", "2"}},
         {op_kind::unary, unary_supports, unary_record, {"sa + sd", "1 (relu, neg, abs) to ~20 (gelu, gelu_erf)"}},
+        {op_kind::sqr, math_supports, math_record, {"sa + sd", "1"}},
+        {op_kind::sqrt, math_supports, math_record, {"sa + sd", "1 (a special function)"}},
+        {op_kind::log, math_supports, math_record, {"sa + sd", "1 (a special function)"}},
+        {op_kind::sin, math_supports, math_record, {"sa + sd", "1 (a special function)"}},
+        {op_kind::cos, math_supports, math_record, {"sa + sd", "1 (a special function)"}},
+        {op_kind::clamp, math_supports, math_record, {"sa + sd", "2"}},
+        {op_kind::leaky_relu, math_supports, math_record, {"sa + sd", "2"}},
         {op_kind::glu, glu_supports, glu_record, {"2 sa + sd (one source: its two halves)", "~5 (reglu) to ~25 (geglu_erf)"}},
         {op_kind::cpy, copy_supports, copy_record, {"sa + sd", "0"}},
         {op_kind::dup, copy_supports, copy_record, {"sa + sd", "0"}},
@@ -627,7 +657,7 @@ inline const std::array<op_entry, 19>& op_table() {
         {op_kind::sum_rows, reduce_supports, reduce_record, {"ne0 sa + sd", "ne0"}},
         {op_kind::mean, reduce_supports, reduce_record, {"ne0 sa + sd", "ne0 + 1"}},
         {op_kind::argmax, reduce_supports, reduce_record, {"ne0 sa + 4", "ne0 (compares)"}},
-        {op_kind::soft_max, soft_max_supports, soft_max_record, {"3 (sa + sm) + sd (three passes; sm: the mask's, 0 without)", "~12"}},
+        {op_kind::soft_max, soft_max_supports, soft_max_record, {"3 (sa + sm) + sd (three passes; sm: the mask's, 0 without; sinks: 4 per row)", "~12"}},
         {op_kind::mul_mat, mul_mat_supports, mul_mat_record, {"8k + 4", "2k"}},
     }};
     return t;

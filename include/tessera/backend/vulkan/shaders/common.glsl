@@ -1,8 +1,10 @@
-// tessera Vulkan, shared by every shader: the three operand bindings (0, 1, 2) with one
+// tessera Vulkan, shared by every shader: the four operand bindings (0 a, 1 b, 2 d, 3 c) with one
 // alias per element type, typed loads and stores that compute in f32, and index math.
 //
 // Element types (the host's type codes, detail_ops::tcode in ops.hpp): 0 f32, 1 f16,
-// 2 bf16 (read only), 3 i32. An operand's offset and strides are in its own elements.
+// 2 bf16, 3 i32 (stored truncated toward zero). An operand's offset and strides are in
+// its own elements. bf16 stores round to nearest even (NaN kept quiet), as tessera's
+// f32_bits_to_bf16_bits; f16 stores convert with the device's float16_t conversion.
 // Built twice by tools/gen_spirv.py: with 16-bit storage, and with TESSERA_F32_ONLY for
 // devices without storageBuffer16BitAccess (then only codes 0 and 3 occur: the host
 // refuses f16 and bf16 operands there).
@@ -13,11 +15,18 @@
     layout(std430, binding = B) buffer N##_u16_ { uint16_t N##u16[]; };
 #define TESSERA_LOAD_16(N, t, i) \
     ((t) == 1u ? float(N##16[i]) : uintBitsToFloat(uint(N##u16[i]) << 16))
-#define TESSERA_STORE_16(N, i, v) N##16[i] = float16_t(v)
+#define TESSERA_STORE_16(N, t, i, v)                 \
+    if ((t) == 1u) N##16[i] = float16_t(v);           \
+    else N##u16[i] = uint16_t(bf16_bits(v))
+uint bf16_bits(float v) {
+    const uint x = floatBitsToUint(v);
+    if ((x & 0x7fffffffu) > 0x7f800000u) return (x >> 16) | 0x40u;
+    return (x + 0x7fffu + ((x >> 16) & 1u)) >> 16;
+}
 #else
 #define TESSERA_OPERAND_16(B, N)
 #define TESSERA_LOAD_16(N, t, i) 0.0
-#define TESSERA_STORE_16(N, i, v)
+#define TESSERA_STORE_16(N, t, i, v)
 #endif
 
 #define TESSERA_OPERAND(B, N)                                              \
@@ -32,12 +41,13 @@
     void store_##N(uint t, uint i, float v) {                              \
         if (t == 0u) N##32[i] = v;                                         \
         else if (t == 3u) N##i32[i] = int(v);                              \
-        else { TESSERA_STORE_16(N, i, v); }                                \
+        else { TESSERA_STORE_16(N, t, i, v); }                             \
     }
 
 TESSERA_OPERAND(0, a)
 TESSERA_OPERAND(1, b)
 TESSERA_OPERAND(2, d)
+TESSERA_OPERAND(3, c)
 
 // The invocation's flat index: the host splits a large grid over x and y.
 uint flat_index(uint local) {

@@ -1,6 +1,7 @@
 #version 450
-// tessera Vulkan, get_rows: d[j, i, i2, i3] = a[j, idx[i, i2, i3], i2, i3] in f32, one
-// invocation per element of d. a is f32, f16, bf16 (typed loads of common.glsl) or a
+// tessera Vulkan, get_rows: d[j, i, i2, i3] = a[j, idx[i, i2, i3], i2, i3] in f32 (i32 rows
+// into an i32 result: the bits), one invocation per element of d. a is f32, f16, bf16
+// (typed loads of common.glsl) or a
 // quantized type read in 16-bit words: q4_0 (blocks of 32: f16 scale, 16 bytes, low
 // nibbles elements 0-15, high 16-31, x = d * (q - 8)), q8_0 (f16 scale, 32 int8, x = d * q).
 // An index outside [0, a's rows) gives a row of zeros, as the CPU (never a wild read).
@@ -14,7 +15,7 @@ layout(push_constant) uniform P {
     uint aoff;
     uint ioff;
     uint doff;
-    uint ta;     // type code: 0 f32, 1 f16, 2 bf16, 4 q4_0, 5 q8_0
+    uint ta;     // type code: 0 f32, 1 f16, 2 bf16, 3 i32, 4 q4_0, 5 q8_0
     uint arows;  // a's extent in dim 1
 } p;
 
@@ -29,6 +30,11 @@ void main() {
     if (idx >= p.ne.x * p.ne.y * p.ne.z * p.ne.w) return;
     const uvec4 i = unravel(idx, p.ne);
     const int row = bi32[p.ioff + i.y * p.inb.x + i.z * p.inb.y + i.w * p.inb.z];
+    if (p.ta == 3u) {
+        const bool ok = row >= 0 && uint(row) < p.arows;
+        di32[p.doff + at(i, p.dnb)] = ok ? ai32[p.aoff + uint(row) * p.anb.y + i.z * p.anb.z + i.w * p.anb.w + i.x * p.anb.x] : 0;
+        return;
+    }
     float v = 0.0;
     if (row >= 0 && uint(row) < p.arows) {
         const uint base = p.aoff + uint(row) * p.anb.y + i.z * p.anb.z + i.w * p.anb.w;
