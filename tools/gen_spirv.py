@@ -37,6 +37,7 @@ BASE_SHADERS = [
     ("set_rows", "set_rows.comp", []),
     ("reduce", "reduce.comp", []),
     ("soft_max", "soft_max.comp", []),
+    ("rope", "rope.comp", []),
     ("mul_mat_f32", "mul_mat_f32.comp", []),
 ]
 SHADERS = [v for name, src, extra in BASE_SHADERS

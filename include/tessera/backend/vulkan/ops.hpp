@@ -9,6 +9,7 @@
 
 #if defined(TESSERA_VULKAN) && TESSERA_VULKAN
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstddef>
@@ -579,6 +580,88 @@ inline void soft_max_record(recorder& r, const node& d) {
     r.dispatch(shader_id::soft_max, {ba, bm, bd, bs}, p, rows * 128, 128);
 }
 
+// ---- rope, rope_back (shaders/rope.comp): every mode ---------------------------------------
+
+struct rope_push {
+    std::array<std::uint32_t, 4> ne, anb, dnb;
+    std::uint32_t aoff, poff, pnb, doff, foff, fnb, flags, types, n_dims, sec01, sec23;
+    float freq_base, freq_scale, ext_factor, corr0, corr1, mscale, sin_sign;
+};
+static_assert(sizeof(rope_push) == 120);
+
+inline std::string rope_supports(const node& d, const context& c) {
+    const node* a = d.src[0];
+    const node* pos = d.src[1];
+    if (!a || !pos) return "needs a source and positions";
+    const auto& rp = d.param<graph::rope_params>();
+    const int mode = rp.mode;
+    const bool multi = (mode & graph::rope_mode_mrope) != 0;
+    if (mode != graph::rope_mode_normal && mode != graph::rope_mode_neox && mode != graph::rope_mode_mrope &&
+        mode != graph::rope_mode_vision && mode != graph::rope_mode_imrope)
+        return "rope mode " + std::to_string(mode) + " is not one of tessera's";
+    if (multi) {
+        std::int64_t total = 0;
+        for (int x : rp.sections) {
+            if (x < 0 || x > 0xffff) return "a rope section outside 0..65535";
+            total += x;
+        }
+        if (total == 0) return "multi-section rope with no sections";
+    }
+    if (std::string why = operand_ok(*a, c, "src0", float_in); !why.empty()) return why;
+    if (std::string why = operand_ok(d, c, "the result", float_out); !why.empty()) return why;
+    if (std::string why = operand_ok(*pos, c, "the positions", {type_id::i32}); !why.empty()) return why;
+    if (d.lay.ne != a->lay.ne) return "src0's shape differs from the result's";
+    if (pos->lay.ne[0] < (multi ? 4 : 1) * a->lay.ne[2]) return "fewer positions than src0's dim 2 needs";
+    if (rp.n_dims <= 0 || rp.n_dims % 2 || rp.n_dims > a->lay.ne[0]) return "n_dims is not even and in 1..ne0";
+    if (mode == graph::rope_mode_vision && 2 * rp.n_dims != a->lay.ne[0]) return "vision rope needs n_dims = ne0 / 2";
+    if (const node* ff = d.src[2]) {
+        if (std::string why = operand_ok(*ff, c, "the frequency factors", {type_id::f32}); !why.empty()) return why;
+        if (ff->lay.ne[0] < (mode == graph::rope_mode_vision ? rp.n_dims : rp.n_dims / 2)) return "fewer frequency factors than pairs";
+    }
+    return {};
+}
+inline void rope_record(recorder& r, const node& d) {
+    const node& a = *d.src[0];
+    const node& pos = *d.src[1];
+    const node* ff = d.src[2];
+    const auto& rp = d.param<graph::rope_params>();
+    rope_push p{};
+    p.ne = u4(a.lay.ne);
+    p.anb = strides(a, unit_of(a.lay.type));
+    p.dnb = strides(d, unit_of(d.lay.type));
+    p.pnb = static_cast<std::uint32_t>(pos.lay.nb[0] / 4);
+    p.types = code_of(a.lay.type) | code_of(d.lay.type) << 8;
+    p.n_dims = static_cast<std::uint32_t>(rp.n_dims);
+    const int mode = rp.mode;
+    p.flags = (mode != graph::rope_mode_normal ? 1u : 0u) | (ff ? 2u : 0u) | static_cast<std::uint32_t>(mode) << 8;
+    const auto sec = [&](std::size_t i) { return static_cast<std::uint32_t>(rp.sections[i]); };
+    p.sec01 = sec(0) | sec(1) << 16;
+    p.sec23 = sec(2) | sec(3) << 16;
+    p.freq_base = rp.freq_base;
+    p.freq_scale = rp.freq_scale;
+    p.ext_factor = rp.ext_factor;
+    // YaRN's correction dims and magnitude scale, as the CPU computes them
+    const auto corr = [&](float beta) {
+        return static_cast<float>(rp.n_dims) * std::log(static_cast<float>(rp.n_ctx_orig) / (beta * 2.f * 3.14159265358979323846f)) /
+               (2.f * std::log(rp.freq_base));
+    };
+    p.corr0 = std::max(0.f, std::floor(corr(rp.beta_fast)));
+    p.corr1 = std::min(static_cast<float>(rp.n_dims - 1), std::ceil(corr(rp.beta_slow)));
+    p.mscale = rp.attn_factor * (rp.ext_factor != 0.f ? 1.f + 0.1f * std::log(1.f / rp.freq_scale) : 1.f);
+    p.sin_sign = d.op == op_kind::rope_back ? -1.f : 1.f;
+    const binding ba = r.bind(a, unit_of(a.lay.type)), bp = r.bind(pos, 4), bd = r.bind(d, unit_of(d.lay.type));
+    binding bf = ba;
+    if (ff) {
+        bf = r.bind(*ff, 4);
+        p.foff = bf.first;
+        p.fnb = static_cast<std::uint32_t>(ff->lay.nb[0] / 4);
+    }
+    p.aoff = ba.first;
+    p.poff = bp.first;
+    p.doff = bd.first;
+    r.dispatch(shader_id::rope, {ba, bp, bd, bf}, p, static_cast<std::uint64_t>(d.lay.nelements()), 256);
+}
+
 // ---- mul_mat (shaders/mul_mat_f32.comp) ----------------------------------------------------
 
 struct mul_mat_push {
@@ -630,9 +713,9 @@ struct op_entry {
 // sizes of src0, src1 and the result, 4 for f32, 2 for f16 and bf16) and flops; a
 // broadcast operand is counted as read once per element (a GPU serves the repeats from
 // cache). docs/backends.md lists the same.
-inline const std::array<op_entry, 26>& op_table() {
+inline const std::array<op_entry, 28>& op_table() {
     using namespace detail_ops;
-    static const std::array<op_entry, 26> t{{
+    static const std::array<op_entry, 28> t{{
         {op_kind::add, binary_supports, binary_record, {"sa + sb + sd", "1"}},
         {op_kind::sub, binary_supports, binary_record, {"sa + sb + sd", "1"}},
         {op_kind::mul, binary_supports, binary_record, {"sa + sb + sd", "1"}},
@@ -658,6 +741,8 @@ inline const std::array<op_entry, 26>& op_table() {
         {op_kind::mean, reduce_supports, reduce_record, {"ne0 sa + sd", "ne0 + 1"}},
         {op_kind::argmax, reduce_supports, reduce_record, {"ne0 sa + 4", "ne0 (compares)"}},
         {op_kind::soft_max, soft_max_supports, soft_max_record, {"3 (sa + sm) + sd (three passes; sm: the mask's, 0 without; sinks: 4 per row)", "~12"}},
+        {op_kind::rope, rope_supports, rope_record, {"2 sa + 4 (its position) + sd", "~25 (pow, sin, cos, the rotation)"}},
+        {op_kind::rope_back, rope_supports, rope_record, {"2 sa + 4 + sd", "~25"}},
         {op_kind::mul_mat, mul_mat_supports, mul_mat_record, {"8k + 4", "2k"}},
     }};
     return t;
