@@ -38,7 +38,7 @@ BASE_SHADERS = [
     ("reduce", "reduce.comp", []),
     ("soft_max", "soft_max.comp", []),
     ("rope", "rope.comp", []),
-    ("mul_mat_f32", "mul_mat_f32.comp", []),
+    ("mul_mat", "mul_mat.comp", []),
 ]
 SHADERS = [v for name, src, extra in BASE_SHADERS
            for v in ((name, src, extra), (name + "_f32only", src, [*extra, "-DTESSERA_F32_ONLY"]))]

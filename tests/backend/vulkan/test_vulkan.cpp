@@ -387,6 +387,17 @@ TEST_CASE("Vulkan ops: soft_max with scale, an f32 or f16 mask broadcast over di
                 1e-5, 1e-7, 1e-11);
 }
 
+TEST_CASE("Vulkan ops: mul_mat with f16, bf16, q4_0 and q8_0 weights") {
+    check_close(run_op([](const input_fn& in) { return graph::mul_mat(as_f16(in({67, 13, 2, 1})), in({67, 9, 2, 1})); }), 0, 1e-6 * 67);
+    check_close(run_op([](const input_fn& in) { return graph::mul_mat(graph::cast(in({33, 5, 1, 1}), type_id::bf16), as_f16(in({33, 4, 1, 1}))); }),
+                0, 1e-6 * 33);
+    for (type_id q : {type_id::q4_0, type_id::q8_0}) {
+        CAPTURE(type_name(q));
+        // the CPU rounds b to q8_0 for its dot products; the device keeps b in f32
+        check_close(run_op([q](const input_fn& in) { return graph::mul_mat(in({96, 7, 2, 1}, q), in({96, 5, 4, 1})); }), 2e-2, 0.2, 1e-4);
+    }
+}
+
 TEST_CASE("Vulkan ops: a chain of dependent nodes in one graph (barriers between dispatches)") {
     check_close(run_op([](const input_fn& in) {
                     any_tensor a = in({16, 8, 1, 1}), b = in({16, 5, 1, 1}), c = in({8, 1, 1, 1});
@@ -413,9 +424,12 @@ TEST_CASE("Vulkan: supports_op refuses other ops by name, with the reason") {
     CHECK(d.supports_op(*graph::soft_max_ext(a, any_tensor(), 1.0f).get()));
     CHECK(d.supports_op(*graph::cont(graph::transpose(a)).get()));
     CHECK(d.supports_op(*graph::add(h, h).get()));
-    const std::string mm = vulkan_unsupported_reason(0, *graph::mul_mat(h, a).get());
-    CHECK(mm.find("mul_mat f16 x f32") != std::string::npos);
-    CHECK_FALSE(d.supports_op(*graph::mul_mat(h, a).get()));
+    CHECK(d.supports_op(*graph::mul_mat(h, a).get()));
+    any_tensor k4w = graph::new_tensor(ctx, type_id::q4_K, {256, 2, 1, 1}, "k4w");
+    any_tensor x256 = graph::new_tensor(ctx, type_id::f32, {256, 3, 1, 1}, "x256");
+    const std::string mm = vulkan_unsupported_reason(0, *graph::mul_mat(k4w, x256).get());
+    CHECK(mm.find("mul_mat q4_K x f32") != std::string::npos);
+    CHECK_FALSE(d.supports_op(*graph::mul_mat(k4w, x256).get()));
     // a refused type is named, with the role of the operand
     any_tensor w = graph::new_tensor(ctx, type_id::f32, {32, 2, 1, 1}, "w");
     const std::string cq = vulkan_unsupported_reason(0, *graph::cast(w, type_id::q8_0).get());

@@ -662,21 +662,28 @@ inline void rope_record(recorder& r, const node& d) {
     r.dispatch(shader_id::rope, {ba, bp, bd, bf}, p, static_cast<std::uint64_t>(d.lay.nelements()), 256);
 }
 
-// ---- mul_mat (shaders/mul_mat_f32.comp) ----------------------------------------------------
+// ---- mul_mat (shaders/mul_mat.comp) -------------------------------------------------------
 
 struct mul_mat_push {
     std::array<std::uint32_t, 4> ne, anb, bnb, dnb;
-    std::uint32_t K, r2, r3, aoff, boff, doff;
+    std::uint32_t K, r2, r3, aoff, boff, doff, types;
 };
-static_assert(sizeof(mul_mat_push) == 88);
+static_assert(sizeof(mul_mat_push) == 92);
 
 inline std::string mul_mat_supports(const node& d, const context& c) {
     const node* a = d.src[0];
     const node* b = d.src[1];
     if (!a || !b) return "needs two sources";
-    if (a->lay.type != type_id::f32 || b->lay.type != type_id::f32)
-        return "mul_mat " + type_str(*a) + " x " + type_str(*b) + " (the Vulkan device has f32 x f32 only)";
-    if (std::string why = operands_ok(c, {{&d, "the result"}, {a, "src0"}, {b, "src1"}}, {type_id::f32}); !why.empty()) return why;
+    const auto ok_a = {type_id::f32, type_id::f16, type_id::bf16, type_id::q4_0, type_id::q8_0};
+    bool a_ok = false;
+    for (type_id t : ok_a) a_ok = a_ok || a->lay.type == t;
+    if (!a_ok || (b->lay.type != type_id::f32 && b->lay.type != type_id::f16 && b->lay.type != type_id::bf16))
+        return "mul_mat " + type_str(*a) + " x " + type_str(*b) + " (the Vulkan device has " + names(ok_a) + " x f32, f16 or bf16)";
+    if (std::string why = operand_ok(*a, c, "src0", ok_a); !why.empty()) return why;
+    if (std::string why = operand_ok(*b, c, "src1", float_in); !why.empty()) return why;
+    if (std::string why = operand_ok(d, c, "the result", {type_id::f32}); !why.empty()) return why;
+    if (is_quantized(a->lay.type) && (a->lay.nb[0] != static_cast<std::size_t>(type_size(a->lay.type)) || a->lay.ne[0] % 32))
+        return "src0's " + type_str(*a) + " blocks are not contiguous along its rows";
     const auto &an = a->lay.ne, &bn = b->lay.ne, &dn = d.lay.ne;
     if (an[0] != bn[0] || dn[0] != an[1] || dn[1] != bn[1] || dn[2] != bn[2] || dn[3] != bn[3]) return "mul_mat shapes do not match";
     if (an[2] == 0 || an[3] == 0 || bn[2] % an[2] || bn[3] % an[3]) return "src0 does not broadcast over src1's dims 2 and 3";
@@ -687,17 +694,18 @@ inline void mul_mat_record(recorder& r, const node& d) {
     const node& b = *d.src[1];
     mul_mat_push p{};
     p.ne = u4(d.lay.ne);
-    p.anb = strides(a, 4);
-    p.bnb = strides(b, 4);
+    p.anb = strides(a, unit_of(a.lay.type));
+    p.bnb = strides(b, unit_of(b.lay.type));
     p.dnb = strides(d, 4);
     p.K = static_cast<std::uint32_t>(a.lay.ne[0]);
     p.r2 = static_cast<std::uint32_t>(b.lay.ne[2] / a.lay.ne[2]);
     p.r3 = static_cast<std::uint32_t>(b.lay.ne[3] / a.lay.ne[3]);
-    const binding ba = r.bind(a, 4), bb = r.bind(b, 4), bd = r.bind(d, 4);
+    p.types = code_of(a.lay.type) | code_of(b.lay.type) << 4;
+    const binding ba = r.bind(a, unit_of(a.lay.type)), bb = r.bind(b, unit_of(b.lay.type)), bd = r.bind(d, 4);
     p.aoff = ba.first;
     p.boff = bb.first;
     p.doff = bd.first;
-    r.dispatch(shader_id::mul_mat_f32, {ba, bb, bd}, p, static_cast<std::uint64_t>(d.lay.nelements()), 64);
+    r.dispatch(shader_id::mul_mat, {ba, bb, bd}, p, static_cast<std::uint64_t>(d.lay.nelements()), 64);
 }
 
 }  // namespace detail_ops
@@ -743,7 +751,7 @@ inline const std::array<op_entry, 28>& op_table() {
         {op_kind::soft_max, soft_max_supports, soft_max_record, {"3 (sa + sm) + sd (three passes; sm: the mask's, 0 without; sinks: 4 per row)", "~12"}},
         {op_kind::rope, rope_supports, rope_record, {"2 sa + 4 (its position) + sd", "~25 (pow, sin, cos, the rotation)"}},
         {op_kind::rope_back, rope_supports, rope_record, {"2 sa + 4 + sd", "~25"}},
-        {op_kind::mul_mat, mul_mat_supports, mul_mat_record, {"8k + 4", "2k"}},
+        {op_kind::mul_mat, mul_mat_supports, mul_mat_record, {"k (sa + sb) + 4 (q4_0: sa 18/32, q8_0: 34/32)", "2k"}},
     }};
     return t;
 }
