@@ -95,11 +95,12 @@ public:
         qi.queueFamilyIndex = qfam_;
         qi.queueCount = 1;
         qi.pQueuePriorities = &prio;
-        // 16-bit storage (f16 and bf16 operands), when the device has it
+        // 16-bit storage (f16 and bf16 operands), when the device has it; TESSERA_VULKAN_NO_16BIT=1
+        // leaves it off (the _f32only shader builds, f16/bf16 refused), so CI runs that path too
         auto have11 = make<VkPhysicalDeviceVulkan11Features>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES);
         auto have = make<VkPhysicalDeviceFeatures2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, &have11);
         f.vkGetPhysicalDeviceFeatures2(phys, &have);
-        storage16_ = have11.storageBuffer16BitAccess == VK_TRUE;
+        storage16_ = have11.storageBuffer16BitAccess == VK_TRUE && !env_is("TESSERA_VULKAN_NO_16BIT", "1");
         auto e11 = make<VkPhysicalDeviceVulkan11Features>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES);
         e11.storageBuffer16BitAccess = storage16_ ? VK_TRUE : VK_FALSE;
         auto e12 = make<VkPhysicalDeviceVulkan12Features>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES, &e11);
