@@ -647,6 +647,26 @@ TEST_CASE("Vulkan + CPU scheduler: a block split between them equals the CPU alo
     }
 }
 
+TEST_CASE("Vulkan + CPU scheduler: the whole block on the device (every weight there) equals the CPU alone") {
+    const blocktest::dims d;
+    placed p0 = place(d, {});
+    std::set<std::string> all;
+    for (graph::node* w : p0.b.weights) all.insert(w->name);
+    placed p = place(d, all);
+    any_backend vk = vulkan_init(0), cpu = cpu_init(2);
+    scheduler s({vk, cpu}, {}, 1);
+    s.alloc_graph(p.b.g);
+    INFO(s.print());
+    if (vulkan::context_at(0).storage16())  // (without it the f16 projections stay on the CPU)
+        for (graph::node* n : p.b.g.nodes())
+            if (!n->is_view()) CHECK_MESSAGE(s.tensor_backend(n) == vk, n->name, " ", graph::op_name(n->op));
+    for (std::int64_t i = 0; i < 3; ++i) {
+        blocktest::set_inputs(p.b, i);
+        s.graph_compute(p.b.g);
+        CHECK(nmse(tensor_to_f32(*p.b.out.get()), cpu_only(d, i)) < 1e-10);  // 1e-13 on lavapipe
+    }
+}
+
 // ---- the registry ------------------------------------------------------------------------------
 
 TEST_CASE("Vulkan in the registry: global() lists it, a fresh registry does not") {
