@@ -397,6 +397,21 @@ TEST_CASE("Vulkan ops: soft_max with scale, an f32 or f16 mask broadcast over di
                 1e-5, 1e-7, 1e-11);
 }
 
+TEST_CASE("Vulkan ops: rope in place (normal, neox): each pair is read before it is written") {
+    for (graph::rope_mode m : {graph::rope_mode::normal, graph::rope_mode::neox}) {
+        CAPTURE(static_cast<int>(m));
+        graph::rope_params rp{};
+        rp.n_dims = 8;
+        rp.mode = m;
+        check_close(run_op([rp](const input_fn& in) {
+                        auto a = in({12, 3, 5, 1}).as<float, 4>();
+                        auto pos = in({5, 1, 1, 1}, type_id::i32).as<std::int32_t, 1>();
+                        return graph::scale(any_tensor(graph::rope_ext_inplace(a, pos, std::nullopt, rp).get()), 1.0f);
+                    }),
+                    1e-5, 1e-6, 1e-10);
+    }
+}
+
 TEST_CASE("Vulkan ops: mul_mat with f16, bf16, q4_0 and q8_0 weights") {
     check_close(run_op([](const input_fn& in) { return graph::mul_mat(as_f16(in({67, 13, 2, 1})), in({67, 9, 2, 1})); }), 0, 1e-6 * 67);
     check_close(run_op([](const input_fn& in) { return graph::mul_mat(graph::cast(in({33, 5, 1, 1}), type_id::bf16), as_f16(in({33, 4, 1, 1}))); }),

@@ -1,5 +1,7 @@
 #version 450
-// tessera Vulkan, rope and rope_back, one invocation per element of d, in every mode: normal
+// tessera Vulkan, rope and rope_back, one invocation per element of d (the one at a pair's
+// first element writes both of the pair, so an in-place rope reads before it writes;
+// the one at its second returns), in every mode: normal
 // (pairs 2i, 2i+1), neox (pairs i, i + n_dims/2) and the multi-section ones (neox pairs):
 // mrope, imrope (pair i takes the position stream of its sector, sections s0..s3) and
 // vision (pairs i, i + n_dims over the whole row; the angle index restarts per section),
@@ -50,19 +52,18 @@ void main() {
         store_d(td, di, load_a(ta, ab + i.x * p.anb.x));
         return;
     }
-    // the pair, its two elements, and which of them this invocation writes
+    // the pair and its two elements
     const uint h = rot / 2u;
     uint pair, e0, e1;
-    bool second;
     if ((p.flags & 1u) != 0u) {
-        second = i.x >= h;
-        pair = second ? i.x - h : i.x;
+        if (i.x >= h) return;
+        pair = i.x;
         e0 = pair;
         e1 = pair + h;
     } else {
-        second = (i.x & 1u) != 0u;
+        if ((i.x & 1u) != 0u) return;
         pair = i.x / 2u;
-        e0 = 2u * pair;
+        e0 = i.x;
         e1 = e0 + 1u;
     }
     // the position stream of the pair and the index its angle is computed from
@@ -89,5 +90,7 @@ void main() {
     const float r = (theta - k * 6.28125) - k * 0.0019353071795864769;
     const float c = cos(r) * p.mscale, s = sin(r) * p.mscale * p.sin_sign;
     const float x0 = load_a(ta, ab + e0 * p.anb.x), x1 = load_a(ta, ab + e1 * p.anb.x);
-    store_d(td, di, second ? x0 * s + x1 * c : x0 * c - x1 * s);
+    const uint db = p.doff + i.y * p.dnb.y + i.z * p.dnb.z + i.w * p.dnb.w;
+    store_d(td, db + e0 * p.dnb.x, x0 * c - x1 * s);
+    store_d(td, db + e1 * p.dnb.x, x0 * s + x1 * c);
 }
