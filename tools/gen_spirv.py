@@ -37,6 +37,7 @@ BASE_SHADERS = [
     ("set_rows", "set_rows.comp", []),
     ("reduce", "reduce.comp", []),
     ("soft_max", "soft_max.comp", []),
+    ("rope", "rope.comp", []),
     ("mul_mat_vec", "mul_mat.comp", []),
     ("mul_mat_tiled", "mul_mat.comp", ["-DTILED"]),
     ("mul_mat_id", "mul_mat.comp", ["-DMUL_MAT_ID"]),

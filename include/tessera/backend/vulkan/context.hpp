@@ -39,7 +39,9 @@ namespace backend::vulkan {
 // The compiled shaders (spirv/shaders.hpp), one pipeline each. Each has two builds: with
 // 16-bit storage (f16/bf16 operands), used when the device has storageBuffer16BitAccess,
 // and an f32-only one (NAME_f32only) for devices without it.
-enum class shader_id : std::uint8_t { eltwise, get_rows, set_rows, reduce, soft_max, mul_mat_vec, mul_mat_tiled, mul_mat_id, flash_attn, count };
+enum class shader_id : std::uint8_t {
+    eltwise, get_rows, set_rows, reduce, soft_max, rope, mul_mat_vec, mul_mat_tiled, mul_mat_id, flash_attn, count
+};
 
 inline constexpr std::uint32_t push_constant_bytes = 128;  // the minimum every device offers
 inline constexpr std::uint32_t max_bindings = 6;           // storage buffers per dispatch
@@ -95,11 +97,12 @@ public:
         qi.queueFamilyIndex = qfam_;
         qi.queueCount = 1;
         qi.pQueuePriorities = &prio;
-        // 16-bit storage (f16 and bf16 operands), when the device has it
+        // 16-bit storage (f16 and bf16 operands), when the device has it; TESSERA_VULKAN_NO_16BIT=1
+        // leaves it off (the _f32only shader builds, f16/bf16 refused), so CI runs that path too
         auto have11 = make<VkPhysicalDeviceVulkan11Features>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES);
         auto have = make<VkPhysicalDeviceFeatures2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, &have11);
         f.vkGetPhysicalDeviceFeatures2(phys, &have);
-        storage16_ = have11.storageBuffer16BitAccess == VK_TRUE;
+        storage16_ = have11.storageBuffer16BitAccess == VK_TRUE && !env_is("TESSERA_VULKAN_NO_16BIT", "1");
         auto e11 = make<VkPhysicalDeviceVulkan11Features>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES);
         e11.storageBuffer16BitAccess = storage16_ ? VK_TRUE : VK_FALSE;
         auto e12 = make<VkPhysicalDeviceVulkan12Features>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES, &e11);
@@ -311,6 +314,7 @@ public:
             TESSERA_VK_SHADER_(set_rows)
             TESSERA_VK_SHADER_(reduce)
             TESSERA_VK_SHADER_(soft_max)
+            TESSERA_VK_SHADER_(rope)
             TESSERA_VK_SHADER_(mul_mat_vec)
             TESSERA_VK_SHADER_(mul_mat_tiled)
             TESSERA_VK_SHADER_(mul_mat_id)

@@ -9,6 +9,7 @@
 
 #if defined(TESSERA_VULKAN) && TESSERA_VULKAN
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstddef>
@@ -206,16 +207,17 @@ inline std::string operands_ok(const context& c, std::initializer_list<std::pair
 }
 
 inline constexpr std::initializer_list<type_id> float_in = {type_id::f32, type_id::f16, type_id::bf16};
-inline constexpr std::initializer_list<type_id> float_out = {type_id::f32, type_id::f16};
+inline constexpr std::initializer_list<type_id> float_out = {type_id::f32, type_id::f16, type_id::bf16};
+inline constexpr std::initializer_list<type_id> copy_types = {type_id::f32, type_id::f16, type_id::bf16, type_id::i32};
 
 // ---- element-wise (shaders/eltwise.comp) ---------------------------------------------------
 
 struct eltwise_push {
     std::array<std::uint32_t, 4> ne, bne, anb, bnb, dnb;
     std::uint32_t aoff, boff, doff, op, types;
-    float s, t;
+    float s, t, u, w;  // the op's parameters
 };
-static_assert(sizeof(eltwise_push) == 108);
+static_assert(sizeof(eltwise_push) == 116);
 
 inline std::uint32_t types3(const node& a, const node& b, const node& d) {
     return code_of(a.lay.type) | code_of(b.lay.type) << 4 | code_of(d.lay.type) << 8;
@@ -255,16 +257,18 @@ inline void binary_record(recorder& r, const node& d) {
 }
 
 // scale, unary, cpy/dup/cont: one source
-inline std::string one_source(const node& d, const context& c, bool same_shape) {
+inline std::string one_source(const node& d, const context& c, bool same_shape, std::initializer_list<type_id> in = float_in,
+                              std::initializer_list<type_id> out = float_out) {
     const node* a = d.src[0];
     if (!a) return "needs a source";
-    if (std::string why = operand_ok(*a, c, "src0", float_in); !why.empty()) return why;
-    if (std::string why = operand_ok(d, c, "the result", float_out); !why.empty()) return why;
+    if (std::string why = operand_ok(*a, c, "src0", in); !why.empty()) return why;
+    if (std::string why = operand_ok(d, c, "the result", out); !why.empty()) return why;
     if (same_shape && a->lay.ne != d.lay.ne) return "src0's shape differs from the result's";
     if (a->lay.nelements() != d.lay.nelements()) return "src0 and the result have different element counts";
     return {};
 }
-inline void one_source_record(recorder& r, const node& d, std::uint32_t op, float s, float t) {
+inline void one_source_record(recorder& r, const node& d, std::uint32_t op, float s = 0.f, float t = 0.f, float u = 0.f,
+                              float w = 0.f) {
     const node& a = *d.src[0];
     eltwise_push p{};
     p.ne = u4(d.lay.ne);
@@ -275,6 +279,8 @@ inline void one_source_record(recorder& r, const node& d, std::uint32_t op, floa
     p.types = types3(a, a, d);
     p.s = s;
     p.t = t;
+    p.u = u;
+    p.w = w;
     const binding ba = r.bind(a, unit_of(a.lay.type)), bd = r.bind(d, unit_of(d.lay.type));
     p.aoff = ba.first;
     p.boff = ba.first;
@@ -288,28 +294,32 @@ inline void scale_record(recorder& r, const node& d) {
 }
 
 // cpy (src0 into src1's view), dup, cont: ggml's cpy, element k to element k in the
-// row-major traversals of both shapes
-inline std::string copy_supports(const node& d, const context& c) { return one_source(d, c, false); }
-inline void copy_record(recorder& r, const node& d) { one_source_record(r, d, 5, 0.f, 0.f); }
+// row-major traversals of both shapes; f32/f16/bf16/i32 each way (float to i32 truncates)
+inline std::string copy_supports(const node& d, const context& c) { return one_source(d, c, false, copy_types, copy_types); }
+inline void copy_record(recorder& r, const node& d) { one_source_record(r, d, 5); }
 
-// The unary ops eltwise.comp computes (its op 16 + ggml's unary index).
-inline bool unary_on_device(graph::unary_op u) {
-    using U = graph::unary_op;
-    switch (u) {
-        case U::abs: case U::neg: case U::tanh: case U::relu: case U::sigmoid: case U::gelu: case U::gelu_quick:
-        case U::silu: case U::exp: case U::gelu_erf: return true;
-        default: return false;
-    }
-}
+// unary: every one of ggml's unary ops (eltwise.comp's op 16 + its index; xielu with its
+// four factors); sqr, sqrt, log, sin, cos, clamp, leaky_relu: eltwise.comp's ops 48..54
 inline std::string unary_supports(const node& d, const context& c) {
-    const graph::unary_op u = d.param<graph::unary_params>().op;
-    if (!unary_on_device(u))
-        return "unary op " + std::string(graph::unary_name(u)) +
-               " is not implemented by the Vulkan device (it has abs, neg, tanh, relu, sigmoid, gelu, gelu_quick, silu, exp, gelu_erf)";
+    const auto u = static_cast<std::size_t>(d.param<graph::unary_params>().op);
+    if (u >= graph::unary_names.size()) return "unary op " + std::to_string(u) + " is not one of ggml's";
     return one_source(d, c, true);
 }
 inline void unary_record(recorder& r, const node& d) {
-    one_source_record(r, d, 16u + static_cast<std::uint32_t>(d.param<graph::unary_params>().op), 0.f, 0.f);
+    const auto& up = d.param<graph::unary_params>();
+    one_source_record(r, d, 16u + static_cast<std::uint32_t>(up.op), up.alpha_n, up.alpha_p, up.beta, up.eps);
+}
+inline std::string math_supports(const node& d, const context& c) { return one_source(d, c, true); }
+inline void math_record(recorder& r, const node& d) {
+    switch (d.op) {
+        case op_kind::sqr: one_source_record(r, d, 48); break;
+        case op_kind::sqrt: one_source_record(r, d, 49); break;
+        case op_kind::log: one_source_record(r, d, 50); break;
+        case op_kind::sin: one_source_record(r, d, 51); break;
+        case op_kind::cos: one_source_record(r, d, 52); break;
+        case op_kind::clamp: one_source_record(r, d, 53, d.param<graph::clamp_params>().min, d.param<graph::clamp_params>().max); break;
+        default: one_source_record(r, d, 54, d.param<graph::leaky_relu_params>().slope); break;  // leaky_relu
+    }
 }
 
 // glu: d = act(x) * g with x, g = src0, src1, or (one source) the two halves of src0's
@@ -372,11 +382,13 @@ inline std::string get_rows_supports(const node& d, const context& c) {
     const node* a = d.src[0];
     const node* ix = d.src[1];
     if (!a || !ix) return "needs rows and indices";
-    if (std::string why = operand_ok(*a, c, "src0", {type_id::f32, type_id::f16, type_id::bf16, type_id::q4_0, type_id::q8_0});
+    if (std::string why =
+            operand_ok(*a, c, "src0", {type_id::f32, type_id::f16, type_id::bf16, type_id::i32, type_id::q4_0, type_id::q8_0});
         !why.empty())
         return why;
     if (std::string why = operand_ok(*ix, c, "the indices", {type_id::i32}); !why.empty()) return why;
-    if (std::string why = operand_ok(d, c, "the result", {type_id::f32}); !why.empty()) return why;
+    if (std::string why = operand_ok(d, c, "the result", {a->lay.type == type_id::i32 ? type_id::i32 : type_id::f32}); !why.empty())
+        return why;
     if (is_quantized(a->lay.type) && (a->lay.nb[0] != static_cast<std::size_t>(type_size(a->lay.type)) || a->lay.ne[0] % 32))
         return "src0's " + type_str(*a) + " blocks are not contiguous along its rows";
     if (d.lay.ne[0] != a->lay.ne[0] || d.lay.ne[1] != ix->lay.ne[0] || d.lay.ne[2] != ix->lay.ne[1] || d.lay.ne[3] != ix->lay.ne[2] ||
@@ -496,18 +508,17 @@ inline void reduce_record(recorder& r, const node& d) {
 // ---- soft_max (shaders/soft_max.comp): one workgroup of 128 per row --------------------------
 
 struct soft_max_push {
-    std::array<std::uint32_t, 4> ne, anb, mne, mnb, dnb;
-    std::uint32_t aoff, moff, doff, types, has_mask;
+    std::array<std::uint32_t, 4> ne, anb, mnb, dnb;
+    std::uint32_t mne2, mne3, aoff, moff, doff, types, has_mask;
     float scale, m0, m1;
-    std::uint32_t n_log2, alibi;
+    std::uint32_t n_log2, alibi, has_sinks, soff, snb;
 };
-static_assert(sizeof(soft_max_push) == 120);
+static_assert(sizeof(soft_max_push) == 124);
 
 inline std::string soft_max_supports(const node& d, const context& c) {
     const node* a = d.src[0];
     const node* m = d.src[1];
     if (!a) return "needs a source";
-    if (d.src[2]) return "attention sinks (src2) are not implemented by the Vulkan device";
     if (std::string why = operand_ok(*a, c, "src0", float_in); !why.empty()) return why;
     if (std::string why = operand_ok(d, c, "the result", float_out); !why.empty()) return why;
     if (d.lay.ne != a->lay.ne) return "src0's shape differs from the result's";
@@ -518,6 +529,10 @@ inline std::string soft_max_supports(const node& d, const context& c) {
             return "the mask does not cover src0 (ggml's broadcast over dims 2 and 3)";
     } else if (d.param<graph::soft_max_params>().max_bias > 0.0f) {
         return "ALiBi (max_bias > 0) without a mask";
+    }
+    if (const node* sk = d.src[2]) {
+        if (std::string why = operand_ok(*sk, c, "the sinks", {type_id::f32}); !why.empty()) return why;
+        if (sk->lay.ne[0] < a->lay.ne[2]) return "fewer sinks than heads (src0's dim 2)";
     }
     return {};
 }
@@ -541,26 +556,117 @@ inline void soft_max_record(recorder& r, const node& d) {
     }
     const binding ba = r.bind(a, unit_of(a.lay.type)), bd = r.bind(d, unit_of(d.lay.type));
     binding bm = ba;
-    p.mne = p.ne;
+    p.mne2 = p.ne[2];
+    p.mne3 = p.ne[3];
     p.mnb = p.anb;
     p.types = code_of(a.lay.type) | code_of(a.lay.type) << 4 | code_of(d.lay.type) << 8;
     if (m) {
         bm = r.bind(*m, unit_of(m->lay.type));
-        p.mne = u4(m->lay.ne);
+        p.mne2 = static_cast<std::uint32_t>(m->lay.ne[2]);
+        p.mne3 = static_cast<std::uint32_t>(m->lay.ne[3]);
         p.mnb = strides(*m, unit_of(m->lay.type));
         p.types = code_of(a.lay.type) | code_of(m->lay.type) << 4 | code_of(d.lay.type) << 8;
         p.has_mask = 1;
+    }
+    binding bs = ba;
+    if (const node* sk = d.src[2]) {
+        bs = r.bind(*sk, 4);
+        p.has_sinks = 1;
+        p.soff = bs.first;
+        p.snb = static_cast<std::uint32_t>(sk->lay.nb[0] / 4);
     }
     p.aoff = ba.first;
     p.moff = bm.first;
     p.doff = bd.first;
     const auto rows = static_cast<std::uint64_t>(a.lay.ne[1] * a.lay.ne[2] * a.lay.ne[3]);
-    r.dispatch(shader_id::soft_max, {ba, bm, bd}, p, rows * 128, 128);
+    r.dispatch(shader_id::soft_max, {ba, bm, bd, bs}, p, rows * 128, 128);
 }
 
-// ---- mul_mat, mul_mat_id (shaders/mul_mat.comp, dequant.glsl) ------------------------------
+// ---- rope, rope_back (shaders/rope.comp): every mode ---------------------------------------
 
-// The weight types the shaders decode (dequant.glsl) and the float types of b.
+struct rope_push {
+    std::array<std::uint32_t, 4> ne, anb, dnb;
+    std::uint32_t aoff, poff, pnb, doff, foff, fnb, flags, types, n_dims, sec01, sec23;
+    float freq_base, freq_scale, ext_factor, corr0, corr1, mscale, sin_sign;
+};
+static_assert(sizeof(rope_push) == 120);
+
+inline std::string rope_supports(const node& d, const context& c) {
+    const node* a = d.src[0];
+    const node* pos = d.src[1];
+    if (!a || !pos) return "needs a source and positions";
+    const auto& rp = d.param<graph::rope_params>();
+    const int mode = rp.mode;
+    const bool multi = (mode & graph::rope_mode_mrope) != 0;
+    if (mode != graph::rope_mode_normal && mode != graph::rope_mode_neox && mode != graph::rope_mode_mrope &&
+        mode != graph::rope_mode_vision && mode != graph::rope_mode_imrope)
+        return "rope mode " + std::to_string(mode) + " is not one of tessera's";
+    if (multi) {
+        std::int64_t total = 0;
+        for (int x : rp.sections) {
+            if (x < 0 || x > 0xffff) return "a rope section outside 0..65535";
+            total += x;
+        }
+        if (total == 0) return "multi-section rope with no sections";
+    }
+    if (std::string why = operand_ok(*a, c, "src0", float_in); !why.empty()) return why;
+    if (std::string why = operand_ok(d, c, "the result", float_out); !why.empty()) return why;
+    if (std::string why = operand_ok(*pos, c, "the positions", {type_id::i32}); !why.empty()) return why;
+    if (d.lay.ne != a->lay.ne) return "src0's shape differs from the result's";
+    if (pos->lay.ne[0] < (multi ? 4 : 1) * a->lay.ne[2]) return "fewer positions than src0's dim 2 needs";
+    if (rp.n_dims <= 0 || rp.n_dims % 2 || rp.n_dims > a->lay.ne[0]) return "n_dims is not even and in 1..ne0";
+    if (mode == graph::rope_mode_vision && 2 * rp.n_dims != a->lay.ne[0]) return "vision rope needs n_dims = ne0 / 2";
+    if (const node* ff = d.src[2]) {
+        if (std::string why = operand_ok(*ff, c, "the frequency factors", {type_id::f32}); !why.empty()) return why;
+        if (ff->lay.ne[0] < (mode == graph::rope_mode_vision ? rp.n_dims : rp.n_dims / 2)) return "fewer frequency factors than pairs";
+    }
+    return {};
+}
+inline void rope_record(recorder& r, const node& d) {
+    const node& a = *d.src[0];
+    const node& pos = *d.src[1];
+    const node* ff = d.src[2];
+    const auto& rp = d.param<graph::rope_params>();
+    rope_push p{};
+    p.ne = u4(a.lay.ne);
+    p.anb = strides(a, unit_of(a.lay.type));
+    p.dnb = strides(d, unit_of(d.lay.type));
+    p.pnb = static_cast<std::uint32_t>(pos.lay.nb[0] / 4);
+    p.types = code_of(a.lay.type) | code_of(d.lay.type) << 8;
+    p.n_dims = static_cast<std::uint32_t>(rp.n_dims);
+    const int mode = rp.mode;
+    p.flags = (mode != graph::rope_mode_normal ? 1u : 0u) | (ff ? 2u : 0u) | static_cast<std::uint32_t>(mode) << 8;
+    const auto sec = [&](std::size_t i) { return static_cast<std::uint32_t>(rp.sections[i]); };
+    p.sec01 = sec(0) | sec(1) << 16;
+    p.sec23 = sec(2) | sec(3) << 16;
+    p.freq_base = rp.freq_base;
+    p.freq_scale = rp.freq_scale;
+    p.ext_factor = rp.ext_factor;
+    // YaRN's correction dims and magnitude scale, as the CPU computes them
+    const auto corr = [&](float beta) {
+        return static_cast<float>(rp.n_dims) * std::log(static_cast<float>(rp.n_ctx_orig) / (beta * 2.f * 3.14159265358979323846f)) /
+               (2.f * std::log(rp.freq_base));
+    };
+    p.corr0 = std::max(0.f, std::floor(corr(rp.beta_fast)));
+    p.corr1 = std::min(static_cast<float>(rp.n_dims - 1), std::ceil(corr(rp.beta_slow)));
+    p.mscale = rp.attn_factor * (rp.ext_factor != 0.f ? 1.f + 0.1f * std::log(1.f / rp.freq_scale) : 1.f);
+    p.sin_sign = d.op == op_kind::rope_back ? -1.f : 1.f;
+    const binding ba = r.bind(a, unit_of(a.lay.type)), bp = r.bind(pos, 4), bd = r.bind(d, unit_of(d.lay.type));
+    binding bf = ba;
+    if (ff) {
+        bf = r.bind(*ff, 4);
+        p.foff = bf.first;
+        p.fnb = static_cast<std::uint32_t>(ff->lay.nb[0] / 4);
+    }
+    p.aoff = ba.first;
+    p.poff = bp.first;
+    p.doff = bd.first;
+    r.dispatch(shader_id::rope, {ba, bp, bd, bf}, p, static_cast<std::uint64_t>(d.lay.nelements()), 256);
+}
+
+// ---- mul_mat, mul_mat_id (shaders/mul_mat.comp; common.glsl decodes the weights) ---------
+
+// The weight types common.glsl's load_a_row decodes.
 inline constexpr std::initializer_list<type_id> weight_types = {type_id::f32,  type_id::f16,  type_id::bf16, type_id::q4_0,
                                                                 type_id::q8_0, type_id::q4_K, type_id::q6_K};
 // Fewer columns of b than this run the matvec build (a workgroup per result), more the
@@ -754,15 +860,22 @@ struct op_entry {
 // sizes of src0, src1 and the result, 4 for f32, 2 for f16 and bf16) and flops; a
 // broadcast operand is counted as read once per element (a GPU serves the repeats from
 // cache). docs/backends.md lists the same.
-inline const std::array<op_entry, 21>& op_table() {
+inline const std::array<op_entry, 30>& op_table() {
     using namespace detail_ops;
-    static const std::array<op_entry, 21> t{{
+    static const std::array<op_entry, 30> t{{
         {op_kind::add, binary_supports, binary_record, {"sa + sb + sd", "1"}},
         {op_kind::sub, binary_supports, binary_record, {"sa + sb + sd", "1"}},
         {op_kind::mul, binary_supports, binary_record, {"sa + sb + sd", "1"}},
         {op_kind::div, binary_supports, binary_record, {"sa + sb + sd", "1"}},
         {op_kind::scale, scale_supports, scale_record, {"sa + sd", "2"}},
         {op_kind::unary, unary_supports, unary_record, {"sa + sd", "1 (relu, neg, abs) to ~20 (gelu, gelu_erf)"}},
+        {op_kind::sqr, math_supports, math_record, {"sa + sd", "1"}},
+        {op_kind::sqrt, math_supports, math_record, {"sa + sd", "1 (a special function)"}},
+        {op_kind::log, math_supports, math_record, {"sa + sd", "1 (a special function)"}},
+        {op_kind::sin, math_supports, math_record, {"sa + sd", "1 (a special function)"}},
+        {op_kind::cos, math_supports, math_record, {"sa + sd", "1 (a special function)"}},
+        {op_kind::clamp, math_supports, math_record, {"sa + sd", "2"}},
+        {op_kind::leaky_relu, math_supports, math_record, {"sa + sd", "2"}},
         {op_kind::glu, glu_supports, glu_record, {"2 sa + sd (one source: its two halves)", "~5 (reglu) to ~25 (geglu_erf)"}},
         {op_kind::cpy, copy_supports, copy_record, {"sa + sd", "0"}},
         {op_kind::dup, copy_supports, copy_record, {"sa + sd", "0"}},
@@ -774,7 +887,9 @@ inline const std::array<op_entry, 21>& op_table() {
         {op_kind::sum_rows, reduce_supports, reduce_record, {"ne0 sa + sd", "ne0"}},
         {op_kind::mean, reduce_supports, reduce_record, {"ne0 sa + sd", "ne0 + 1"}},
         {op_kind::argmax, reduce_supports, reduce_record, {"ne0 sa + 4", "ne0 (compares)"}},
-        {op_kind::soft_max, soft_max_supports, soft_max_record, {"3 (sa + sm) + sd (three passes; sm: the mask's, 0 without)", "~12"}},
+        {op_kind::soft_max, soft_max_supports, soft_max_record, {"3 (sa + sm) + sd (three passes; sm: the mask's, 0 without; sinks: 4 per row)", "~12"}},
+        {op_kind::rope, rope_supports, rope_record, {"2 sa + 4 (its position) + sd", "~25 (pow, sin, cos, the rotation)"}},
+        {op_kind::rope_back, rope_supports, rope_record, {"2 sa + 4 + sd", "~25"}},
         {op_kind::mul_mat, mul_mat_supports, mul_mat_record,
          {"matvec: k (qa + sb) + 4; tiled: k (qa + sb) / 64 + 4 (qa: bytes per weight, 4/2/2 f32/f16/bf16, "
           "18/32 q4_0, 34/32 q8_0, 144/256 q4_K, 210/256 q6_K)",

@@ -12,10 +12,9 @@
 // (dim t, t + 64, ... up to 8 of them: Dv <= 512). K/V are f32, f16 or bf16.
 layout(local_size_x = 64) in;
 #include "common.glsl"
-TESSERA_OPERAND(3, v)
 TESSERA_OPERAND(4, m)
 TESSERA_OPERAND(5, s)
-// bindings: a = q (f32), b = k, d = the result (f32), v, m = the mask, s = the sinks (f32)
+// bindings: a = q (f32), b = k, d = the result (f32), c = v, m = the mask, s = the sinks (f32)
 layout(push_constant) uniform P {
     uint D;     // head size of q and k
     uint Dv;    // of v and the result
@@ -96,7 +95,7 @@ void main() {
             const uint vr = vb + (j0 + i) * p.v1;
             for (uint r = 0u; r < 8u; ++r) {
                 const uint e = t + 64u * r;
-                if (e < p.Dv) acc[r] += w * load_v(tv, vr + e);
+                if (e < p.Dv) acc[r] += w * load_c(tv, vr + e);
             }
         }
         M = Mn;

@@ -1,8 +1,7 @@
 #version 450
-// tessera Vulkan, get_rows: d[j, i, i2, i3] = a[j, idx[i, i2, i3], i2, i3] in f32, one
-// invocation per element of d. a is f32, f16, bf16 (typed loads of common.glsl) or a
-// quantized type read in 16-bit words: q4_0 (blocks of 32: f16 scale, 16 bytes, low
-// nibbles elements 0-15, high 16-31, x = d * (q - 8)), q8_0 (f16 scale, 32 int8, x = d * q).
+// tessera Vulkan, get_rows: d[j, i, i2, i3] = a[j, idx[i, i2, i3], i2, i3] in f32 (i32 rows
+// into an i32 result: the bits), one invocation per element of d. a is f32, f16, bf16,
+// q4_0 or q8_0 (common.glsl's load_a_row, quantized blocks read in 16-bit words).
 // An index outside [0, a's rows) gives a row of zeros, as the CPU (never a wild read).
 layout(local_size_x = 256) in;
 #include "common.glsl"
@@ -14,38 +13,21 @@ layout(push_constant) uniform P {
     uint aoff;
     uint ioff;
     uint doff;
-    uint ta;     // type code: 0 f32, 1 f16, 2 bf16, 4 q4_0, 5 q8_0
+    uint ta;     // type code: 0 f32, 1 f16, 2 bf16, 3 i32, 4 q4_0, 5 q8_0
     uint arows;  // a's extent in dim 1
 } p;
-
-#ifndef TESSERA_F32_ONLY
-uint byte_at(uint word0, uint k) {  // byte k after 16-bit word word0 of binding 0
-    return (uint(au16[word0 + k / 2u]) >> (8u * (k & 1u))) & 255u;
-}
-#endif
 
 void main() {
     const uint idx = flat_index(256u);
     if (idx >= p.ne.x * p.ne.y * p.ne.z * p.ne.w) return;
     const uvec4 i = unravel(idx, p.ne);
     const int row = bi32[p.ioff + i.y * p.inb.x + i.z * p.inb.y + i.w * p.inb.z];
-    float v = 0.0;
-    if (row >= 0 && uint(row) < p.arows) {
-        const uint base = p.aoff + uint(row) * p.anb.y + i.z * p.anb.z + i.w * p.anb.w;
-        if (p.ta < 4u) {
-            v = load_a(p.ta, base + i.x * p.anb.x);
-        }
-#ifndef TESSERA_F32_ONLY
-        else if (p.ta == 4u) {
-            const uint blk = base + (i.x / 32u) * 9u, j = i.x % 32u;
-            const uint q = byte_at(blk + 1u, j % 16u);
-            v = float(a16[blk]) * (float(j < 16u ? (q & 15u) : (q >> 4u)) - 8.0);
-        } else {
-            const uint blk = base + (i.x / 32u) * 17u;
-            const int q = int(byte_at(blk + 1u, i.x % 32u) << 24u) >> 24;
-            v = float(a16[blk]) * float(q);
-        }
-#endif
+    if (p.ta == 3u) {
+        const bool ok = row >= 0 && uint(row) < p.arows;
+        di32[p.doff + at(i, p.dnb)] = ok ? ai32[p.aoff + uint(row) * p.anb.y + i.z * p.anb.z + i.w * p.anb.w + i.x * p.anb.x] : 0;
+        return;
     }
+    float v = 0.0;
+    if (row >= 0 && uint(row) < p.arows) v = load_a_row(p.ta, p.aoff + uint(row) * p.anb.y + i.z * p.anb.z + i.w * p.anb.w, i.x, p.anb.x);
     store_d(0u, p.doff + at(i, p.dnb), v);
 }

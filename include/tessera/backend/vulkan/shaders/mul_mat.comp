@@ -1,14 +1,14 @@
 #version 450
 // tessera Vulkan, mul_mat: d[m, n, i2, i3] = sum_k a[k, m, i2 / r2, i3 / r3] * b[k, n, i2, i3]
 // (ggml's mul_mat: rows of a dot rows of b; a repeated over dims 2 and 3). a is f32, f16,
-// bf16 or a block type (dequant.glsl, decoded in the shader), b f32/f16/bf16, d f32; sums
+// bf16 or a block type (common.glsl's load_a_row decodes it), b f32/f16/bf16, d f32; sums
 // in f32. Three builds of this source:
 //   (default)    matvec: a workgroup of 64 per result element; the invocations take every
 //                64th k and a shared-memory tree adds their sums (for few columns of b);
 //   -DTILED      a workgroup of 16 x 16 computes a 64 x 64 tile of d, 4 x 4 per
 //                invocation, from 64 x 16 slices of a and b staged (a decoded) in shared
 //                memory (for many columns: each element of a is read 64 times fewer);
-//   -DMUL_MAT_ID mul_mat_id: d[m, e, t] = sum_k as[k, m, ids[e, t]] * b[k, e % nb1, t],
+//   -DMUL_MAT_ID mul_mat_id (ids at binding 3, operand c): d[m, e, t] = sum_k as[k, m, ids[e, t]] * b[k, e % nb1, t],
 //                matvec-style; an expert id outside [0, n_expert) gives zeros (the host
 //                cannot be told from inside a shader; the CPU refuses such ids).
 #ifdef TILED
@@ -17,10 +17,6 @@ layout(local_size_x = 256) in;
 layout(local_size_x = 64) in;
 #endif
 #include "common.glsl"
-#include "dequant.glsl"
-#ifdef MUL_MAT_ID
-TESSERA_OPERAND(3, ix)  // ids (i32)
-#endif
 layout(push_constant) uniform P {
     uvec4 ne;   // d's extents: M, N, ne2, ne3
     uvec4 anb;  // a's strides in its units (x: the element stride of a float a)
@@ -63,7 +59,7 @@ void main() {
         for (uint r = 0u; r < 4u; ++r) {
             const uint idx = t + 256u * r, kk = idx % 16u, mm = idx / 16u;
             const uint k = k0 + kk, m = tm * 64u + mm, n = tn * 64u + mm;
-            sa[kk][mm] = (k < p.K && m < p.ne.x) ? load_a_elem(ta, abase + m * p.anb.y, p.anb.x, k) : 0.0;
+            sa[kk][mm] = (k < p.K && m < p.ne.x) ? load_a_row(ta, abase + m * p.anb.y, k, p.anb.x) : 0.0;
             sb[kk][mm] = (k < p.K && n < p.ne.y) ? load_b(tb, bbase + n * p.bnb.y + k * p.bnb.x) : 0.0;
         }
         barrier();
@@ -99,7 +95,7 @@ void main() {
     const uint t = gl_LocalInvocationID.x;
 #ifdef MUL_MAT_ID
     // n: the expert slot e, i2: the token
-    const int e = ixi32[p.ioff + n * p.inb0 + i2 * p.inb1];
+    const int e = ci32[p.ioff + n * p.inb0 + i2 * p.inb1];
     const bool ok = e >= 0 && uint(e) < p.r2;
     const uint abase = p.aoff + (ok ? uint(e) : 0u) * p.anb.z + m * p.anb.y;
     const uint bbase = p.boff + (n % p.r3) * p.bnb.y + i2 * p.bnb.z;
@@ -110,7 +106,7 @@ void main() {
 #endif
     float s = 0.0;
     if (ok)
-        for (uint k = t; k < p.K; k += 64u) s += load_a_elem(ta, abase, p.anb.x, k) * load_b(tb, bbase + k * p.bnb.x);
+        for (uint k = t; k < p.K; k += 64u) s += load_a_row(ta, abase, k, p.anb.x) * load_b(tb, bbase + k * p.bnb.x);
     red[t] = s;
     barrier();
     for (uint w = 32u; w > 0u; w >>= 1u) {

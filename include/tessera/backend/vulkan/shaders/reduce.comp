@@ -5,7 +5,8 @@
 //   op 1 norm      d = (x - mean) / sqrt(mean((x - mean)^2) + eps)
 //   op 2 sum_rows  d[0, row] = sum(x)
 //   op 3 mean      d[0, row] = sum(x) / ne0
-//   op 4 argmax    d[row] = the index of the largest x (ties: the lowest), i32
+//   op 4 argmax    d[row] = the index of the largest x (ties: the lowest), i32; as the
+//                  CPU's scan, NaNs never win, and a NaN first element gives 0
 layout(local_size_x = 128) in;
 #include "common.glsl"
 layout(push_constant) uniform P {
@@ -49,6 +50,7 @@ void main() {
         uint bi = 0xffffffffu;
         for (uint j = t; j < n; j += 128u) {
             const float x = load_a(ta, ab + j * p.anb.x);
+            if (isnan(x)) continue;
             if (bi == 0xffffffffu || x > best) {
                 best = x;
                 bi = j;
@@ -65,7 +67,7 @@ void main() {
             }
             barrier();
         }
-        if (t == 0u) di32[p.doff + row * p.dnb.x] = int(si[0]);
+        if (t == 0u) di32[p.doff + row * p.dnb.x] = si[0] == 0xffffffffu || isnan(load_a(ta, ab)) ? 0 : int(si[0]);
         return;
     }
     float s = 0.0;

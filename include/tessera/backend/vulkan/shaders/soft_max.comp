@@ -1,6 +1,7 @@
 #version 450
 // tessera Vulkan, soft_max with an optional mask and ALiBi, one workgroup of 128 per row:
-// v = x * scale + slope * mask[j, i1, i2 % mne.z, i3 % mne.w], d = exp(v - max v) / sum;
+// v = x * scale + slope * mask[j, i1, i2 % mne2, i3 % mne3], d = exp(v - max v) / sum;
+// with sinks (binding 3, f32, one logit per head i2) the sink joins the max and the sum;
 // a row whose every v is -inf gives zeros (as the CPU). slope (ALiBi, ggml's formula) is
 // m0^(h+1) for head h = i2 < n_log2, else m1^(2 (h - n_log2) + 1); 1 without max_bias.
 // Three passes over the row (max, sum, write); sums by a shared-memory tree.
@@ -9,9 +10,10 @@ layout(local_size_x = 128) in;
 layout(push_constant) uniform P {
     uvec4 ne;   // a's (= d's) extents
     uvec4 anb;  // strides in elements
-    uvec4 mne;  // the mask's extents
     uvec4 mnb;
     uvec4 dnb;
+    uint mne2;  // the mask's extents in dims 2 and 3
+    uint mne3;
     uint aoff;
     uint moff;
     uint doff;
@@ -22,6 +24,9 @@ layout(push_constant) uniform P {
     float m1;
     uint n_log2;
     uint alibi;
+    uint has_sinks;
+    uint soff;  // the sinks' first element and stride
+    uint snb;
 } p;
 
 shared float sv[128];
@@ -45,7 +50,7 @@ void main() {
     const uint t = gl_LocalInvocationID.x;
     const uint i1 = row % p.ne.y, i2 = (row / p.ne.y) % p.ne.z, i3 = row / (p.ne.y * p.ne.z);
     const uint ab = p.aoff + i1 * p.anb.y + i2 * p.anb.z + i3 * p.anb.w;
-    const uint mb = p.moff + i1 * p.mnb.y + (i2 % p.mne.z) * p.mnb.z + (i3 % p.mne.w) * p.mnb.w;
+    const uint mb = p.moff + i1 * p.mnb.y + (i2 % p.mne2) * p.mnb.z + (i3 % p.mne3) * p.mnb.w;
     const uint db = p.doff + i1 * p.dnb.y + i2 * p.dnb.z + i3 * p.dnb.w;
     const uint ta = p.types & 15u, tm = (p.types >> 4) & 15u, td = (p.types >> 8) & 15u;
     float slope = 1.0;
@@ -58,6 +63,8 @@ void main() {
         mx = max(mx, v);
     }
     mx = workgroup_op(mx, true);
+    const float sink = p.has_sinks != 0u ? c32[p.soff + i2 * p.snb] : -1.0 / 0.0;
+    mx = max(mx, sink);
     if (isinf(mx) && mx < 0.0) {  // every element masked
         for (uint j = t; j < n; j += 128u) store_d(td, db + j * p.dnb.x, 0.0);
         return;
@@ -69,6 +76,7 @@ void main() {
         s += exp(v - mx);
     }
     s = workgroup_op(s, false);
+    if (p.has_sinks != 0u) s += exp(sink - mx);
     const float inv = 1.0 / s;
     for (uint j = t; j < n; j += 128u) {
         float v = load_a(ta, ab + j * p.anb.x) * p.scale;
