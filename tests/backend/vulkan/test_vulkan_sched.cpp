@@ -25,8 +25,8 @@ using graph::any_tensor;
 
 namespace {
 
-// y = W sin(x): sin runs on the CPU (the Vulkan device refuses it), the product on Vulkan
-// where W is.
+// y = W sin(x): sin on the CPU (refused on request, see refuse_guard), the product on
+// Vulkan where W is.
 struct sin_then_product {
     static constexpr std::int64_t K = 64, M = 48, N = 4;
     graph::context ctx{{.no_alloc = true}};
@@ -70,8 +70,17 @@ double max_err(const std::vector<float>& got, const std::vector<double>& want) {
 
 }  // namespace
 
+// Keeps sin on the CPU for a test (the device computes it otherwise).
+struct refuse_guard {
+    std::string saved = vulkan::refused_ops();
+    explicit refuse_guard(const char* ops) { vulkan::refuse_ops(ops); }
+    ~refuse_guard() { vulkan::refuse_ops(saved); }
+};
+
 TEST_CASE("Vulkan + CPU scheduler, n_copies 2: a compute overlaps the device's work of the previous one, and a reused copy set waits") {
+    const refuse_guard sin_on_cpu("sin");
     sin_then_product t;
+    CHECK(vulkan_unsupported_reason(0, *t.y.get()->src[1]).find("op sin is refused on request") != std::string::npos);
     any_backend vk = vulkan_init(0), cpu = cpu_init(1);
     vulkan::stream_state& vs = *as_vulkan(vk)->state();
     scheduler s({vk, cpu}, {}, 2);

@@ -14,10 +14,12 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <functional>
 #include <initializer_list>
 #include <span>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -915,9 +917,35 @@ inline std::string implemented_list() {
     return r;
 }
 
+// Ops refused on request, a comma-separated list of op names: TESSERA_VULKAN_REFUSE at
+// start-up, or refuse_ops() (set it before schedulers place graphs). For narrowing a
+// device bug down to an op, and for tests that need the CPU fallback of a graph the
+// device could compute whole.
+inline std::string& refused_ops_storage() {
+    static std::string s = [] {
+        const char* e = std::getenv("TESSERA_VULKAN_REFUSE");
+        return std::string(e ? e : "");
+    }();
+    return s;
+}
+inline void refuse_ops(std::string list) { refused_ops_storage() = std::move(list); }
+inline const std::string& refused_ops() { return refused_ops_storage(); }
+inline bool refused_on_request(op_kind k) {
+    const std::string& l = refused_ops_storage();
+    const std::string_view name = graph::op_name(k);
+    for (std::size_t i = 0; i <= l.size();) {
+        std::size_t j = l.find(',', i);
+        if (j == std::string::npos) j = l.size();
+        if (std::string_view(l).substr(i, j - i) == name) return true;
+        i = j + 1;
+    }
+    return false;
+}
+
 // "" when the device computes x, else why not (naming the op).
 inline std::string unsupported_reason(const node& x, const context& c) {
     if (graph::op_is_view(x.op) || x.op == op_kind::none) return {};
+    if (refused_on_request(x.op)) return "op " + std::string(graph::op_name(x.op)) + " is refused on request (TESSERA_VULKAN_REFUSE / refuse_ops)";
     const op_entry* e = find_op(x.op);
     if (!e)
         return "op " + std::string(graph::op_name(x.op)) +
