@@ -38,6 +38,7 @@ BASE_SHADERS = [
     ("reduce", "reduce.comp", []),
     ("soft_max", "soft_max.comp", []),
     ("rope", "rope.comp", []),
+    ("flash_attn", "flash_attn.comp", []),
     ("mul_mat", "mul_mat.comp", []),
 ]
 SHADERS = [v for name, src, extra in BASE_SHADERS

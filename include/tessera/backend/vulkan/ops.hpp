@@ -91,7 +91,8 @@ public:
         check(f.vkAllocateDescriptorSets(c_.device(), &ai, &set), "vkAllocateDescriptorSets");
         std::array<VkDescriptorBufferInfo, max_bindings> infos{};
         std::array<VkWriteDescriptorSet, max_bindings> w{};
-        for (std::uint32_t i = 0; i < max_bindings; ++i) {
+        const std::uint32_t nb = c_.bindings();
+        for (std::uint32_t i = 0; i < nb; ++i) {
             const binding& x = b[i].buf ? b[i] : b[0];
             infos[i] = VkDescriptorBufferInfo{x.buf, x.offset, x.range};
             w[i] = make<VkWriteDescriptorSet>(VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET);
@@ -101,7 +102,7 @@ public:
             w[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
             w[i].pBufferInfo = &infos[i];
         }
-        f.vkUpdateDescriptorSets(c_.device(), max_bindings, w.data(), 0, nullptr);
+        f.vkUpdateDescriptorSets(c_.device(), nb, w.data(), 0, nullptr);
         f.vkCmdBindPipeline(cb_, VK_PIPELINE_BIND_POINT_COMPUTE, pipe);
         f.vkCmdBindDescriptorSets(cb_, VK_PIPELINE_BIND_POINT_COMPUTE, c_.pipeline_layout(), 0, 1, &set, 0, nullptr);
         f.vkCmdPushConstants(cb_, c_.pipeline_layout(), VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(Push), &p);
@@ -662,6 +663,108 @@ inline void rope_record(recorder& r, const node& d) {
     r.dispatch(shader_id::rope, {ba, bp, bd, bf}, p, static_cast<std::uint64_t>(d.lay.nelements()), 256);
 }
 
+// ---- flash_attn_ext (shaders/flash_attn.comp): one workgroup of 128 per query row -----------
+
+struct flash_attn_push {
+    std::uint32_t qnb1, qnb2, qnb3, knb1, knb2, knb3, vnb1, vnb2, vnb3, mnb1, mnb2, mnb3;
+    std::uint32_t Dk, Dv, n_q, H, ne3, n_kv, rk23, mne23, qoff, koff, voff, doff, moff, soff, flags;
+    float scale, softcap, m0, m1;
+    std::uint32_t n_log2;
+};
+static_assert(sizeof(flash_attn_push) == 128);
+
+inline std::string flash_attn_supports(const node& d, const context& c) {
+    const node* q = d.src[0];
+    const node* k = d.src[1];
+    const node* v = d.src[2];
+    const node* m = d.src[3];
+    const node* sk = d.src[4];
+    if (!q || !k || !v) return "needs q, k and v";
+    if (c.bindings() < 6)
+        return "needs 6 storage buffers per shader stage, " + c.name() + " offers " + std::to_string(c.bindings());
+    if (std::string why = operand_ok(*q, c, "q", {type_id::f32}); !why.empty()) return why;
+    if (std::string why = operands_ok(c, {{k, "k"}, {v, "v"}}, float_in); !why.empty()) return why;
+    if (std::string why = operand_ok(d, c, "the result", {type_id::f32}); !why.empty()) return why;
+    if (!d.lay.is_contiguous()) return "the result is not contiguous";
+    for (auto [t, role] : {std::pair{q, "q"}, std::pair{k, "k"}, std::pair{v, "v"}})
+        if (t->lay.nb[0] != static_cast<std::size_t>(type_size(t->lay.type))) return std::string(role) + "'s rows are not contiguous";
+    const auto &qn = q->lay.ne, &kn = k->lay.ne, &vn = v->lay.ne;
+    if (kn[0] != qn[0] || kn[1] != vn[1] || kn[2] != vn[2] || kn[3] != vn[3] || kn[2] == 0 || kn[3] == 0 || qn[2] % kn[2] ||
+        qn[3] % kn[3])
+        return "q, k and v shapes do not match";
+    if (d.lay.ne[0] != vn[0] || d.lay.ne[1] != qn[2] || d.lay.ne[2] != qn[1] || d.lay.ne[3] != qn[3]) return "the result's shape does not match";
+    if (qn[0] > 1024 || vn[0] > 512) return "head sizes over 1024 (k) or 512 (v)";
+    if (qn[2] / kn[2] > 0xffff || qn[3] / kn[3] > 0xffff) return "over 65535 query heads per kv head";
+    if (m) {
+        if (std::string why = operand_ok(*m, c, "the mask", {type_id::f32, type_id::f16}); !why.empty()) return why;
+        const auto& mn = m->lay.ne;
+        if (m->lay.nb[0] != static_cast<std::size_t>(type_size(m->lay.type))) return "the mask's rows are not contiguous";
+        if (mn[0] != kn[1] || mn[1] < qn[1] || mn[2] == 0 || mn[3] == 0 || qn[2] % mn[2] || qn[3] % mn[3] || mn[2] > 0xffff ||
+            mn[3] > 0xffff)
+            return "the mask does not cover the scores";
+    } else if (d.param<graph::flash_attn_params>().max_bias > 0.0f) {
+        return "ALiBi (max_bias > 0) without a mask";
+    }
+    if (sk) {
+        if (std::string why = operand_ok(*sk, c, "the sinks", {type_id::f32}); !why.empty()) return why;
+        if (sk->lay.nb[0] != 4 || sk->lay.ne[0] < qn[2]) return "the sinks are not one contiguous f32 per head";
+    }
+    return {};
+}
+inline void flash_attn_record(recorder& r, const node& d) {
+    const node& q = *d.src[0];
+    const node& k = *d.src[1];
+    const node& v = *d.src[2];
+    const node* m = d.src[3];
+    const node* sk = d.src[4];
+    const auto& fp = d.param<graph::flash_attn_params>();
+    flash_attn_push p{};
+    const auto qs = strides(q, 4), ks = strides(k, unit_of(k.lay.type)), vs = strides(v, unit_of(v.lay.type));
+    p.qnb1 = qs[1], p.qnb2 = qs[2], p.qnb3 = qs[3];
+    p.knb1 = ks[1], p.knb2 = ks[2], p.knb3 = ks[3];
+    p.vnb1 = vs[1], p.vnb2 = vs[2], p.vnb3 = vs[3];
+    p.Dk = static_cast<std::uint32_t>(q.lay.ne[0]);
+    p.Dv = static_cast<std::uint32_t>(v.lay.ne[0]);
+    p.n_q = static_cast<std::uint32_t>(q.lay.ne[1]);
+    p.H = static_cast<std::uint32_t>(q.lay.ne[2]);
+    p.ne3 = static_cast<std::uint32_t>(q.lay.ne[3]);
+    p.n_kv = static_cast<std::uint32_t>(k.lay.ne[1]);
+    p.rk23 = static_cast<std::uint32_t>(q.lay.ne[2] / k.lay.ne[2]) | static_cast<std::uint32_t>(q.lay.ne[3] / k.lay.ne[3]) << 16;
+    p.mne23 = 1u | 1u << 16;
+    p.flags = code_of(k.lay.type) | code_of(v.lay.type) << 4;
+    p.scale = fp.scale;
+    p.softcap = fp.logit_softcap;
+    const binding bq = r.bind(q, 4), bk = r.bind(k, unit_of(k.lay.type)), bv = r.bind(v, unit_of(v.lay.type)), bd = r.bind(d, 4);
+    binding bm = bq, bs = bq;
+    if (m) {
+        bm = r.bind(*m, unit_of(m->lay.type));
+        const auto ms = strides(*m, unit_of(m->lay.type));
+        p.mnb1 = ms[1], p.mnb2 = ms[2], p.mnb3 = ms[3];
+        p.mne23 = static_cast<std::uint32_t>(m->lay.ne[2]) | static_cast<std::uint32_t>(m->lay.ne[3]) << 16;
+        p.flags |= code_of(m->lay.type) << 8 | 0x1000u;
+        p.moff = bm.first;
+    }
+    if (sk) {
+        bs = r.bind(*sk, 4);
+        p.flags |= 0x2000u;
+        p.soff = bs.first;
+    }
+    if (fp.max_bias > 0.0f) {  // ggml's ALiBi slopes over the heads of q's dim 2
+        std::uint32_t n_log2 = 1;
+        while (n_log2 * 2 <= p.H) n_log2 *= 2;
+        p.flags |= 0x4000u;
+        p.n_log2 = n_log2;
+        p.m0 = std::pow(2.0f, -fp.max_bias / static_cast<float>(n_log2));
+        p.m1 = std::pow(2.0f, -(fp.max_bias / 2.0f) / static_cast<float>(n_log2));
+    }
+    p.qoff = bq.first;
+    p.koff = bk.first;
+    p.voff = bv.first;
+    p.doff = bd.first;
+    const auto rows = static_cast<std::uint64_t>(q.lay.ne[1] * q.lay.ne[2] * q.lay.ne[3]);
+    r.dispatch(shader_id::flash_attn, {bq, bk, bd, bv, bm, bs}, p, rows * 128, 128);
+}
+
 // ---- mul_mat (shaders/mul_mat.comp) -------------------------------------------------------
 
 struct mul_mat_push {
@@ -721,9 +824,9 @@ struct op_entry {
 // sizes of src0, src1 and the result, 4 for f32, 2 for f16 and bf16) and flops; a
 // broadcast operand is counted as read once per element (a GPU serves the repeats from
 // cache). docs/backends.md lists the same.
-inline const std::array<op_entry, 28>& op_table() {
+inline const std::array<op_entry, 29>& op_table() {
     using namespace detail_ops;
-    static const std::array<op_entry, 28> t{{
+    static const std::array<op_entry, 29> t{{
         {op_kind::add, binary_supports, binary_record, {"sa + sb + sd", "1"}},
         {op_kind::sub, binary_supports, binary_record, {"sa + sb + sd", "1"}},
         {op_kind::mul, binary_supports, binary_record, {"sa + sb + sd", "1"}},
@@ -751,6 +854,9 @@ inline const std::array<op_entry, 28>& op_table() {
         {op_kind::soft_max, soft_max_supports, soft_max_record, {"3 (sa + sm) + sd (three passes; sm: the mask's, 0 without; sinks: 4 per row)", "~12"}},
         {op_kind::rope, rope_supports, rope_record, {"2 sa + 4 (its position) + sd", "~25 (pow, sin, cos, the rotation)"}},
         {op_kind::rope_back, rope_supports, rope_record, {"2 sa + 4 + sd", "~25"}},
+        {op_kind::flash_attn_ext, flash_attn_supports, flash_attn_record,
+         {"(4 Dk + n_kv (Dk sk + sm) + 128 n_kv sv) / Dv + 4 (each thread reads its V elements of every key; sk, sv, sm: k, v, mask element sizes)",
+          "(2 n_kv Dk + ~10 n_kv) / Dv + 2 n_kv"}},
         {op_kind::mul_mat, mul_mat_supports, mul_mat_record, {"k (sa + sb) + 4 (q4_0: sa 18/32, q8_0: 34/32)", "2k"}},
     }};
     return t;

@@ -1,4 +1,4 @@
-// tessera Vulkan, shared by every shader: the four operand bindings (0 a, 1 b, 2 d, 3 c) with one
+// tessera Vulkan, shared by every shader: the six operand bindings (0 a, 1 b, 2 d, 3 c, 4 e, 5 f) with one
 // alias per element type, typed loads and stores that compute in f32, and index math.
 //
 // Element types (the host's type codes, detail_ops::tcode in ops.hpp): 0 f32, 1 f16,
@@ -48,6 +48,8 @@ TESSERA_OPERAND(0, a)
 TESSERA_OPERAND(1, b)
 TESSERA_OPERAND(2, d)
 TESSERA_OPERAND(3, c)
+TESSERA_OPERAND(4, e)
+TESSERA_OPERAND(5, f)
 
 // Element j of a row of operand a that starts at element (or, quantized, 16-bit word)
 // `row` and has element stride nb0: the typed loads, and the quantized blocks read in
