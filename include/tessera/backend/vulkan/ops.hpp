@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -247,7 +248,7 @@ inline void binary_record(recorder& r, const node& d) {
     p.bne = u4(b.lay.ne);
     p.anb = strides(a, unit_of(a.lay.type));
     p.bnb = strides(b, unit_of(b.lay.type));
-    p.op = d.op == op_kind::add ? 0u : d.op == op_kind::sub ? 1u : d.op == op_kind::mul ? 2u : 3u;
+    p.op = d.op == op_kind::add || d.op == op_kind::add1 ? 0u : d.op == op_kind::sub ? 1u : d.op == op_kind::mul ? 2u : 3u;
     p.types = types3(a, b, d);
     const binding ba = r.bind(a, unit_of(a.lay.type)), bb = r.bind(b, unit_of(b.lay.type)), bd = r.bind(d, unit_of(d.lay.type));
     p.aoff = ba.first;
@@ -317,8 +318,15 @@ inline void math_record(recorder& r, const node& d) {
         case op_kind::sin: one_source_record(r, d, 51); break;
         case op_kind::cos: one_source_record(r, d, 52); break;
         case op_kind::clamp: one_source_record(r, d, 53, d.param<graph::clamp_params>().min, d.param<graph::clamp_params>().max); break;
+        case op_kind::fill: one_source_record(r, d, 55, d.param<graph::fill_params>().value); break;
         default: one_source_record(r, d, 54, d.param<graph::leaky_relu_params>().slope); break;  // leaky_relu
     }
+}
+
+// diag_mask_inf, diag_mask_zero: eltwise.comp's op 6
+inline void diag_mask_record(recorder& r, const node& d) {
+    const float n_past = std::bit_cast<float>(static_cast<std::int32_t>(d.param<graph::diag_mask_params>().n_past));
+    one_source_record(r, d, 6, n_past, d.op == op_kind::diag_mask_inf ? 1.f : 0.f);
 }
 
 // glu: d = act(x) * g with x, g = src0, src1, or (one source) the two halves of src0's
@@ -476,7 +484,7 @@ inline std::string reduce_supports(const node& d, const context& c) {
             if (d.lay.ne[0] != 1 || d.lay.ne[1] != an[1] || d.lay.ne[2] != an[2] || d.lay.ne[3] != an[3])
                 return "the result is not one value per row of src0";
             return {};
-        default:  // rms_norm, norm
+        default:  // rms_norm, norm, l2_norm
             if (std::string why = operand_ok(d, c, "the result", float_out); !why.empty()) return why;
             if (d.lay.ne != an) return "src0's shape differs from the result's";
             return {};
@@ -493,9 +501,10 @@ inline void reduce_record(recorder& r, const node& d) {
         case op_kind::norm: p.op = 1; break;
         case op_kind::sum_rows: p.op = 2; break;
         case op_kind::mean: p.op = 3; break;
+        case op_kind::l2_norm: p.op = 5; break;
         default: p.op = 4; break;  // argmax
     }
-    if (p.op < 2) p.eps = d.param<graph::norm_params>().eps;
+    if (p.op < 2 || p.op == 5) p.eps = d.param<graph::norm_params>().eps;
     p.types = code_of(a.lay.type) | code_of(d.lay.type) << 8;
     const binding ba = r.bind(a, unit_of(a.lay.type)), bd = r.bind(d, unit_of(d.lay.type));
     p.aoff = ba.first;
@@ -824,13 +833,14 @@ struct op_entry {
 // sizes of src0, src1 and the result, 4 for f32, 2 for f16 and bf16) and flops; a
 // broadcast operand is counted as read once per element (a GPU serves the repeats from
 // cache). docs/backends.md lists the same.
-inline const std::array<op_entry, 29>& op_table() {
+inline const std::array<op_entry, 34>& op_table() {
     using namespace detail_ops;
-    static const std::array<op_entry, 29> t{{
+    static const std::array<op_entry, 34> t{{
         {op_kind::add, binary_supports, binary_record, {"sa + sb + sd", "1"}},
         {op_kind::sub, binary_supports, binary_record, {"sa + sb + sd", "1"}},
         {op_kind::mul, binary_supports, binary_record, {"sa + sb + sd", "1"}},
         {op_kind::div, binary_supports, binary_record, {"sa + sb + sd", "1"}},
+        {op_kind::add1, binary_supports, binary_record, {"sa + sd (b: one element)", "1"}},
         {op_kind::scale, scale_supports, scale_record, {"sa + sd", "2"}},
         {op_kind::unary, unary_supports, unary_record, {"sa + sd", "1 (relu, neg, abs) to ~20 (gelu, gelu_erf)"}},
         {op_kind::sqr, math_supports, math_record, {"sa + sd", "1"}},
@@ -840,6 +850,9 @@ inline const std::array<op_entry, 29>& op_table() {
         {op_kind::cos, math_supports, math_record, {"sa + sd", "1 (a special function)"}},
         {op_kind::clamp, math_supports, math_record, {"sa + sd", "2"}},
         {op_kind::leaky_relu, math_supports, math_record, {"sa + sd", "2"}},
+        {op_kind::fill, math_supports, math_record, {"sd", "0"}},
+        {op_kind::diag_mask_inf, math_supports, diag_mask_record, {"sa + sd", "1"}},
+        {op_kind::diag_mask_zero, math_supports, diag_mask_record, {"sa + sd", "1"}},
         {op_kind::glu, glu_supports, glu_record, {"2 sa + sd (one source: its two halves)", "~5 (reglu) to ~25 (geglu_erf)"}},
         {op_kind::cpy, copy_supports, copy_record, {"sa + sd", "0"}},
         {op_kind::dup, copy_supports, copy_record, {"sa + sd", "0"}},
@@ -848,6 +861,7 @@ inline const std::array<op_entry, 29>& op_table() {
         {op_kind::set_rows, set_rows_supports, set_rows_record, {"sa + 4 (or 8, its index) + sd, per element of src0", "0"}},
         {op_kind::rms_norm, reduce_supports, reduce_record, {"2 sa + sd (the row is read twice)", "3"}},
         {op_kind::norm, reduce_supports, reduce_record, {"3 sa + sd", "5"}},
+        {op_kind::l2_norm, reduce_supports, reduce_record, {"2 sa + sd", "3"}},
         {op_kind::sum_rows, reduce_supports, reduce_record, {"ne0 sa + sd", "ne0"}},
         {op_kind::mean, reduce_supports, reduce_record, {"ne0 sa + sd", "ne0 + 1"}},
         {op_kind::argmax, reduce_supports, reduce_record, {"ne0 sa + 4", "ne0 (compares)"}},
