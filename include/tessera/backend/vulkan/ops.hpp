@@ -298,6 +298,50 @@ inline void scale_record(recorder& r, const node& d) {
 inline std::string copy_supports(const node& d, const context& c) { return one_source(d, c, false, copy_types, copy_types); }
 inline void copy_record(recorder& r, const node& d) { one_source_record(r, d, 5); }
 
+// repeat: d = a tiled (a's extents divide d's)
+inline std::string repeat_supports(const node& d, const context& c) {
+    if (!d.src[0]) return "needs a source";
+    const node& a = *d.src[0];
+    if (std::string why = operands_ok(c, {{&a, "src0"}, {&d, "the result"}}, copy_types); !why.empty()) return why;
+    if (a.lay.type != d.lay.type) return "src0 and the result differ in type";
+    for (std::size_t i = 0; i < 4; ++i)
+        if (a.lay.ne[i] == 0 || d.lay.ne[i] % a.lay.ne[i]) return "src0 does not tile the result";
+    return {};
+}
+inline void repeat_record(recorder& r, const node& d) { one_source_record(r, d, 7); }
+
+// concat along dim: a, then b
+inline std::string concat_supports(const node& d, const context& c) {
+    const node* a = d.src[0];
+    const node* b = d.src[1];
+    if (!a || !b) return "needs two sources";
+    if (std::string why = operands_ok(c, {{a, "src0"}, {b, "src1"}, {&d, "the result"}}, copy_types); !why.empty()) return why;
+    if (a->lay.type != d.lay.type || b->lay.type != d.lay.type) return "src0, src1 and the result differ in type";
+    const int dim = d.param<graph::concat_params>().dim;
+    if (dim < 0 || dim > 3) return "dim is not 0..3";
+    for (std::size_t i = 0; i < 4; ++i) {
+        const std::int64_t want = a->lay.ne[i] + (static_cast<int>(i) == dim ? b->lay.ne[i] : 0);
+        if (d.lay.ne[i] != want || (static_cast<int>(i) != dim && b->lay.ne[i] != a->lay.ne[i])) return "shapes do not concatenate";
+    }
+    return {};
+}
+inline void concat_record(recorder& r, const node& d) {
+    const node& a = *d.src[0];
+    const node& b = *d.src[1];
+    eltwise_push p{};
+    p.ne = u4(d.lay.ne);
+    p.bne = u4(a.lay.ne);
+    p.anb = strides(a, unit_of(a.lay.type));
+    p.bnb = strides(b, unit_of(b.lay.type));
+    p.op = 8;
+    p.types = types3(a, b, d);
+    p.s = std::bit_cast<float>(static_cast<std::int32_t>(d.param<graph::concat_params>().dim));
+    const binding ba = r.bind(a, unit_of(a.lay.type)), bb = r.bind(b, unit_of(b.lay.type)), bd = r.bind(d, unit_of(d.lay.type));
+    p.aoff = ba.first;
+    p.boff = bb.first;
+    eltwise_dispatch(r, d, p, ba, bb, bd);
+}
+
 // unary: every one of ggml's unary ops (eltwise.comp's op 16 + its index; xielu with its
 // four factors); sqr, sqrt, log, sin, cos, clamp, leaky_relu: eltwise.comp's ops 48..54
 inline std::string unary_supports(const node& d, const context& c) {
@@ -833,9 +877,9 @@ struct op_entry {
 // sizes of src0, src1 and the result, 4 for f32, 2 for f16 and bf16) and flops; a
 // broadcast operand is counted as read once per element (a GPU serves the repeats from
 // cache). docs/backends.md lists the same.
-inline const std::array<op_entry, 34>& op_table() {
+inline const std::array<op_entry, 36>& op_table() {
     using namespace detail_ops;
-    static const std::array<op_entry, 34> t{{
+    static const std::array<op_entry, 36> t{{
         {op_kind::add, binary_supports, binary_record, {"sa + sb + sd", "1"}},
         {op_kind::sub, binary_supports, binary_record, {"sa + sb + sd", "1"}},
         {op_kind::mul, binary_supports, binary_record, {"sa + sb + sd", "1"}},
@@ -857,6 +901,8 @@ inline const std::array<op_entry, 34>& op_table() {
         {op_kind::cpy, copy_supports, copy_record, {"sa + sd", "0"}},
         {op_kind::dup, copy_supports, copy_record, {"sa + sd", "0"}},
         {op_kind::cont, copy_supports, copy_record, {"sa + sd", "0"}},
+        {op_kind::repeat, repeat_supports, repeat_record, {"sa + sd", "0"}},
+        {op_kind::concat, concat_supports, concat_record, {"sa + sd", "0"}},
         {op_kind::get_rows, get_rows_supports, get_rows_record, {"sa + 4 (its index) + 4; q4_0 18/32, q8_0 34/32 for sa", "0 (1 quantized)"}},
         {op_kind::set_rows, set_rows_supports, set_rows_record, {"sa + 4 (or 8, its index) + sd, per element of src0", "0"}},
         {op_kind::rms_norm, reduce_supports, reduce_record, {"2 sa + sd (the row is read twice)", "3"}},
