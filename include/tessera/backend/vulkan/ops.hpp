@@ -736,7 +736,9 @@ inline std::string flash_attn_supports(const node& d, const context& c) {
     if (c.bindings() < 6)
         return "needs 6 storage buffers per shader stage, " + c.name() + " offers " + std::to_string(c.bindings());
     if (std::string why = operand_ok(*q, c, "q", {type_id::f32}); !why.empty()) return why;
-    if (std::string why = operands_ok(c, {{k, "k"}, {v, "v"}}, float_in); !why.empty()) return why;
+    if (std::string why = operands_ok(c, {{k, "k"}, {v, "v"}}, {type_id::f32, type_id::f16, type_id::bf16, type_id::q4_0, type_id::q8_0});
+        !why.empty())
+        return why;
     if (std::string why = operand_ok(d, c, "the result", {type_id::f32}); !why.empty()) return why;
     if (!d.lay.is_contiguous()) return "the result is not contiguous";
     for (auto [t, role] : {std::pair{q, "q"}, std::pair{k, "k"}, std::pair{v, "v"}})
@@ -747,6 +749,8 @@ inline std::string flash_attn_supports(const node& d, const context& c) {
         return "q, k and v shapes do not match";
     if (d.lay.ne[0] != vn[0] || d.lay.ne[1] != qn[2] || d.lay.ne[2] != qn[1] || d.lay.ne[3] != qn[3]) return "the result's shape does not match";
     if (qn[0] > 1024 || vn[0] > 512) return "head sizes over 1024 (k) or 512 (v)";
+    if ((is_quantized(k->lay.type) && qn[0] % 32) || (is_quantized(v->lay.type) && vn[0] % 32))
+        return "quantized k or v rows are not whole blocks";
     if (qn[2] / kn[2] > 0xffff || qn[3] / kn[3] > 0xffff) return "over 65535 query heads per kv head";
     if (m) {
         if (std::string why = operand_ok(*m, c, "the mask", {type_id::f32, type_id::f16}); !why.empty()) return why;

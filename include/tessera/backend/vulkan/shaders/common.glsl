@@ -51,27 +51,30 @@ TESSERA_OPERAND(3, c)
 TESSERA_OPERAND(4, e)
 TESSERA_OPERAND(5, f)
 
-// Element j of a row of operand a that starts at element (or, quantized, 16-bit word)
-// `row` and has element stride nb0: the typed loads, and the quantized blocks read in
-// 16-bit words (type codes 4 q4_0: f16 scale, 16 bytes, low nibbles elements 0-15, high
-// 16-31, x = d (q - 8); 5 q8_0: f16 scale, 32 int8, x = d q).
+// Element j of a row of operand N (a, b or c) that starts at element (or, quantized,
+// 16-bit word) `row` and has element stride nb0: the typed loads, and the quantized
+// blocks read in 16-bit words (type codes 4 q4_0: f16 scale, 16 bytes, low nibbles
+// elements 0-15, high 16-31, x = d (q - 8); 5 q8_0: f16 scale, 32 int8, x = d q).
 #ifndef TESSERA_F32_ONLY
-uint a_byte(uint word0, uint k) { return (uint(au16[word0 + k / 2u]) >> (8u * (k & 1u))) & 255u; }
-#endif
-float load_a_row(uint t, uint row, uint j, uint nb0) {
-    if (t < 4u) return load_a(t, row + j * nb0);
-#ifndef TESSERA_F32_ONLY
-    if (t == 4u) {
-        const uint blk = row + (j / 32u) * 9u, k = j % 32u;
-        const uint q = a_byte(blk + 1u, k % 16u);
-        return float(a16[blk]) * (float(k < 16u ? (q & 15u) : (q >> 4u)) - 8.0);
+#define TESSERA_ROW_LOADER(N)                                                                  \
+    uint N##_byte(uint word0, uint k) { return (uint(N##u16[word0 + k / 2u]) >> (8u * (k & 1u))) & 255u; } \
+    float load_##N##_row(uint t, uint row, uint j, uint nb0) {                                 \
+        if (t < 4u) return load_##N(t, row + j * nb0);                                         \
+        if (t == 4u) {                                                                         \
+            const uint blk = row + (j / 32u) * 9u, k = j % 32u;                                \
+            const uint q = N##_byte(blk + 1u, k % 16u);                                        \
+            return float(N##16[blk]) * (float(k < 16u ? (q & 15u) : (q >> 4u)) - 8.0);        \
+        }                                                                                      \
+        const uint blk = row + (j / 32u) * 17u;                                                \
+        return float(N##16[blk]) * float(int(N##_byte(blk + 1u, j % 32u) << 24u) >> 24);      \
     }
-    const uint blk = row + (j / 32u) * 17u;
-    return float(a16[blk]) * float(int(a_byte(blk + 1u, j % 32u) << 24u) >> 24);
 #else
-    return 0.0;
+#define TESSERA_ROW_LOADER(N) \
+    float load_##N##_row(uint t, uint row, uint j, uint nb0) { return load_##N(t, row + j * nb0); }
 #endif
-}
+TESSERA_ROW_LOADER(a)
+TESSERA_ROW_LOADER(b)
+TESSERA_ROW_LOADER(c)
 
 // The invocation's flat index: the host splits a large grid over x and y.
 uint flat_index(uint local) {

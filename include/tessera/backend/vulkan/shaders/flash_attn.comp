@@ -1,7 +1,7 @@
 #version 450
 // tessera Vulkan, flash_attn_ext: one workgroup of 128 per (query i1, head h, i3), the
 // online softmax over tiles of 128 keys. Operands: q (binding 0, f32), k (1), v (3), both
-// f32/f16/bf16 with contiguous rows, the mask (4, f32/f16, optional), the sinks (5, f32,
+// f32/f16/bf16/q4_0/q8_0 with contiguous rows (common.glsl's row loaders), the mask (4, f32/f16, optional), the sinks (5, f32,
 // optional), d (2, f32 [Dv, H, n_q, ne3], contiguous). KV head h / rk2, i3 / rk3 (GQA).
 // Score s_j = q . k_j, then s * scale (or softcap * tanh(s * scale / softcap)) + slope *
 // mask[j, i1, h % mne2, i3 % mne3], slope as soft_max.comp (ALiBi over the H heads).
@@ -71,7 +71,7 @@ void main() {
         if (j < p.n_kv) {
             float dot = 0.0;
             const uint kr = kb + j * p.knb1;
-            for (uint e = 0u; e < p.Dk; ++e) dot += qs[e] * load_b(tk, kr + e);
+            for (uint e = 0u; e < p.Dk; ++e) dot += qs[e] * load_b_row(tk, kr, e, 1u);
             s = p.softcap != 0.0 ? p.softcap * tanh(clamp(dot * p.scale / p.softcap, -15.0, 15.0)) : dot * p.scale;
             if (has_mask) s += slope * load_e(tm, mb + j);
         }
@@ -89,7 +89,7 @@ void main() {
                 const uint e = t + 128u * r;
                 if (e >= p.Dv) break;
                 float a = acc[r] * f;
-                for (uint jj = 0u; jj < n; ++jj) a += sc[jj] * load_c(tv, vb + (j0 + jj) * p.vnb1 + e);
+                for (uint jj = 0u; jj < n; ++jj) a += sc[jj] * load_c_row(tv, vb + (j0 + jj) * p.vnb1, e, 1u);
                 acc[r] = a;
             }
             m = m_new;
