@@ -39,6 +39,7 @@ BASE_SHADERS = [
     ("soft_max", "soft_max.comp", []),
     ("rope", "rope.comp", []),
     ("flash_attn", "flash_attn.comp", []),
+    ("quantize", "quantize.comp", []),
     ("mul_mat", "mul_mat.comp", []),
 ]
 SHADERS = [v for name, src, extra in BASE_SHADERS

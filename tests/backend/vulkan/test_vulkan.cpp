@@ -365,6 +365,25 @@ TEST_CASE("Vulkan ops: get_rows (f32, f16, q4_0, q8_0 rows; out-of-range index) 
     }
 }
 
+TEST_CASE("Vulkan ops: quantizing cpy and set_rows into q4_0 and q8_0 equal the CPU's quantizer bit for bit") {
+    for (type_id q : {type_id::q4_0, type_id::q8_0}) {
+        CAPTURE(type_name(q));
+        // read back through get_rows (rows 0-6 in some order, and a -1: zeros) so the result is f32
+        check_close(run_op([q](const input_fn& in) {
+                        any_tensor c = graph::cast(graph::transpose(in({8, 64, 1, 1})), q);  // [64, 8] from a view
+                        return graph::get_rows(c, in({8, 1, 1, 1}, type_id::i32));
+                    }),
+                    0, 0);
+        for (type_id it : {type_id::i32, type_id::i64})
+            check_close(run_op([q, it](const input_fn& in) {
+                            any_tensor dst = in({96, 9, 1, 1}, q);
+                            any_tensor r = graph::set_rows(dst, in({96, 6, 1, 1}), in({6, 1, 1, 1}, it));
+                            return graph::get_rows(r, in({9, 1, 1, 1}, type_id::i32));
+                        }),
+                        0, 0);
+    }
+}
+
 TEST_CASE("Vulkan ops: rms_norm, norm, sum_rows, mean, argmax (rows longer and shorter than the workgroup, views)") {
     for (std::int64_t n : {1, 7, 128, 1000}) {
         CAPTURE(n);

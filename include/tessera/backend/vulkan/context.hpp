@@ -39,7 +39,7 @@ namespace backend::vulkan {
 // The compiled shaders (spirv/shaders.hpp), one pipeline each. Each has two builds: with
 // 16-bit storage (f16/bf16 operands), used when the device has storageBuffer16BitAccess,
 // and an f32-only one (NAME_f32only) for devices without it.
-enum class shader_id : std::uint8_t { eltwise, get_rows, set_rows, reduce, soft_max, rope, flash_attn, mul_mat, count };
+enum class shader_id : std::uint8_t { eltwise, get_rows, set_rows, reduce, soft_max, rope, flash_attn, quantize, mul_mat, count };
 
 inline constexpr std::uint32_t push_constant_bytes = 128;  // the minimum every device offers
 inline constexpr std::uint32_t max_bindings = 6;           // storage buffers per dispatch (at most)
@@ -319,6 +319,7 @@ public:
             TESSERA_VK_SHADER_(soft_max)
             TESSERA_VK_SHADER_(rope)
             TESSERA_VK_SHADER_(flash_attn)
+            TESSERA_VK_SHADER_(quantize)
             TESSERA_VK_SHADER_(mul_mat)
             default: fail(errc::invalid_argument, name_ + ": no such shader");
         }

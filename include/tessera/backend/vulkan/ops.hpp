@@ -293,10 +293,65 @@ inline void scale_record(recorder& r, const node& d) {
     one_source_record(r, d, 4, sp.s, sp.b);
 }
 
+// ---- quantizing copies (shaders/quantize.comp): into q4_0 or q8_0 blocks ---------------------
+
+struct quantize_push {
+    std::array<std::uint32_t, 4> ne, anb, inb, ine, dnb;
+    std::uint32_t aoff, ioff, doff, ta, tq, mode, drows, i64;
+};
+static_assert(sizeof(quantize_push) == 112);
+
+inline bool quantized_dst(const node& d) { return d.lay.type == type_id::q4_0 || d.lay.type == type_id::q8_0; }
+// the destination's blocks: contiguous along its rows, whole
+inline std::string blocks_ok(const node& d, const context& c) {
+    if (std::string why = operand_ok(d, c, "the destination", {type_id::q4_0, type_id::q8_0}); !why.empty()) return why;
+    if (d.lay.nb[0] != static_cast<std::size_t>(type_size(d.lay.type)) || d.lay.ne[0] % 32)
+        return "the destination's " + type_str(d) + " blocks are not contiguous along its rows";
+    return {};
+}
+// src: the source (rows of whole blocks); ix: the indices of set_rows, or null (a copy)
+inline void quantize_record(recorder& r, const node& d, const node& src, const node* ix) {
+    quantize_push p{};
+    p.ne = u4(src.lay.ne);
+    p.anb = strides(src, unit_of(src.lay.type));
+    p.dnb = strides(d, 2);
+    p.ta = code_of(src.lay.type);
+    p.tq = code_of(d.lay.type);
+    p.drows = static_cast<std::uint32_t>(d.lay.ne[1]);
+    const binding ba = r.bind(src, unit_of(src.lay.type)), bd = r.bind(d, 2);
+    binding bi = ba;
+    if (ix) {
+        bi = r.bind(*ix, 4);
+        p.inb = strides(*ix, 4);
+        p.ine = u4(ix->lay.ne);
+        p.mode = 1;
+        p.i64 = ix->lay.type == type_id::i64 ? 1u : 0u;
+        p.ioff = bi.first;
+    }
+    p.aoff = ba.first;
+    p.doff = bd.first;
+    r.dispatch(shader_id::quantize, {ba, bi, bd}, p, static_cast<std::uint64_t>(src.lay.nelements() / 32), 64);
+}
+
 // cpy (src0 into src1's view), dup, cont: ggml's cpy, element k to element k in the
-// row-major traversals of both shapes; f32/f16/bf16/i32 each way (float to i32 truncates)
-inline std::string copy_supports(const node& d, const context& c) { return one_source(d, c, false, copy_types, copy_types); }
-inline void copy_record(recorder& r, const node& d) { one_source_record(r, d, 5); }
+// row-major traversals of both shapes; f32/f16/bf16/i32 each way (float to i32
+// truncates); into q4_0/q8_0 from a float source of the same shape (quantize.comp)
+inline std::string copy_supports(const node& d, const context& c) {
+    if (quantized_dst(d)) {
+        const node* a = d.src[0];
+        if (!a) return "needs a source";
+        if (std::string why = operand_ok(*a, c, "src0", float_in); !why.empty()) return why;
+        if (std::string why = blocks_ok(d, c); !why.empty()) return why;
+        if (a->lay.ne != d.lay.ne) return "a copy into " + type_str(d) + " needs src0 of the result's shape";
+        return {};
+    }
+    if (is_quantized(d.lay.type)) return "the result is " + type_str(d) + ", the Vulkan device quantizes into q4_0 and q8_0 only";
+    return one_source(d, c, false, copy_types, copy_types);
+}
+inline void copy_record(recorder& r, const node& d) {
+    if (quantized_dst(d)) return quantize_record(r, d, *d.src[0], nullptr);
+    one_source_record(r, d, 5);
+}
 
 // repeat: d = a tiled (a's extents divide d's)
 inline std::string repeat_supports(const node& d, const context& c) {
@@ -477,7 +532,13 @@ inline std::string set_rows_supports(const node& d, const context& c) {
     if (!b || !ix) return "needs rows and indices";
     if (std::string why = operand_ok(*b, c, "src0", float_in); !why.empty()) return why;
     if (std::string why = operand_ok(*ix, c, "the indices", {type_id::i32, type_id::i64}); !why.empty()) return why;
-    if (std::string why = operand_ok(d, c, "the destination", float_out); !why.empty()) return why;
+    if (quantized_dst(d)) {
+        if (std::string why = blocks_ok(d, c); !why.empty()) return why;
+    } else if (is_quantized(d.lay.type)) {
+        return "the destination is " + type_str(d) + ", the Vulkan device quantizes into q4_0 and q8_0 only";
+    } else if (std::string why = operand_ok(d, c, "the destination", float_out); !why.empty()) {
+        return why;
+    }
     if (b->lay.ne[0] != d.lay.ne[0] || b->lay.ne[2] != d.lay.ne[2] || b->lay.ne[3] != d.lay.ne[3] || ix->lay.ne[0] != b->lay.ne[1] ||
         ix->lay.ne[1] == 0 || ix->lay.ne[2] == 0 || b->lay.ne[2] % ix->lay.ne[1] || b->lay.ne[3] % ix->lay.ne[2])
         return "shapes of the rows, indices and destination do not match";
@@ -486,6 +547,7 @@ inline std::string set_rows_supports(const node& d, const context& c) {
 inline void set_rows_record(recorder& r, const node& d) {
     const node& b = *d.src[0];
     const node& ix = *d.src[1];
+    if (quantized_dst(d)) return quantize_record(r, d, b, &ix);
     set_rows_push p{};
     p.ne = u4(b.lay.ne);
     p.anb = strides(b, unit_of(b.lay.type));
@@ -902,13 +964,14 @@ inline const std::array<op_entry, 36>& op_table() {
         {op_kind::diag_mask_inf, math_supports, diag_mask_record, {"sa + sd", "1"}},
         {op_kind::diag_mask_zero, math_supports, diag_mask_record, {"sa + sd", "1"}},
         {op_kind::glu, glu_supports, glu_record, {"2 sa + sd (one source: its two halves)", "~5 (reglu) to ~25 (geglu_erf)"}},
-        {op_kind::cpy, copy_supports, copy_record, {"sa + sd", "0"}},
+        {op_kind::cpy, copy_supports, copy_record, {"sa + sd (sd of q4_0 18/32, q8_0 34/32)", "0 (~4 quantizing)"}},
         {op_kind::dup, copy_supports, copy_record, {"sa + sd", "0"}},
         {op_kind::cont, copy_supports, copy_record, {"sa + sd", "0"}},
         {op_kind::repeat, repeat_supports, repeat_record, {"sa + sd", "0"}},
         {op_kind::concat, concat_supports, concat_record, {"sa + sd", "0"}},
         {op_kind::get_rows, get_rows_supports, get_rows_record, {"sa + 4 (its index) + 4; q4_0 18/32, q8_0 34/32 for sa", "0 (1 quantized)"}},
-        {op_kind::set_rows, set_rows_supports, set_rows_record, {"sa + 4 (or 8, its index) + sd, per element of src0", "0"}},
+        {op_kind::set_rows, set_rows_supports, set_rows_record,
+         {"sa + 4 (or 8, its index) + sd, per element of src0 (sd of q4_0 18/32, q8_0 34/32)", "0 (~4 quantizing)"}},
         {op_kind::rms_norm, reduce_supports, reduce_record, {"2 sa + sd (the row is read twice)", "3"}},
         {op_kind::norm, reduce_supports, reduce_record, {"3 sa + sd", "5"}},
         {op_kind::l2_norm, reduce_supports, reduce_record, {"2 sa + sd", "3"}},
