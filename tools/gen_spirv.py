@@ -38,9 +38,11 @@ BASE_SHADERS = [
     ("reduce", "reduce.comp", []),
     ("soft_max", "soft_max.comp", []),
     ("rope", "rope.comp", []),
+    ("mul_mat_vec", "mul_mat.comp", []),
+    ("mul_mat_tiled", "mul_mat.comp", ["-DTILED"]),
+    ("mul_mat_id", "mul_mat.comp", ["-DMUL_MAT_ID"]),
     ("flash_attn", "flash_attn.comp", []),
     ("quantize", "quantize.comp", []),
-    ("mul_mat", "mul_mat.comp", []),
 ]
 SHADERS = [v for name, src, extra in BASE_SHADERS
            for v in ((name, src, extra), (name + "_f32only", src, [*extra, "-DTESSERA_F32_ONLY"]))]

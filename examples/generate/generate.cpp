@@ -3,6 +3,7 @@
 //   generate -m model.gguf -p "Once upon a time" -n 64      greedy
 //   generate -m model.gguf -p "..." --temp 0.8 --top-k 40 --top-p 0.95 --seed 1
 //   generate                                                  no model: a random-weight demo
+//   generate -m model.gguf --device vulkan                    on the first Vulkan device
 //
 // stdout gets the prompt and then each generated piece as it comes (nothing else);
 // stderr gets the model summary and the prompt and generation speeds. The prompt is
@@ -39,6 +40,10 @@ constexpr const char* usage_text =
     "  -b, --batch-size N   prompt tokens per graph (default 512)\n"
     "  --kv f16|f32         KV cache type (default f16)\n"
     "  --no-fa              mul_mat + soft_max attention instead of flash_attn_ext\n"
+    "  --device NAME        cpu, vulkan, a device name such as Vulkan0, or best (default):\n"
+    "                       the first GPU that is not a software driver, else the CPU; ops\n"
+    "                       the device does not compute run on the CPU\n"
+    "  --n-copies N         the scheduler's pipeline copy sets, 1..4 (default 1)\n"
     "  --random-type TYPE   weight type of the random demo model (default q8_0)\n"
     "  --random-out PATH    keep the random demo model's GGUF file at PATH\n"
     "  -h, --help           this text\n";
@@ -50,6 +55,8 @@ struct args {
     models::sampler_params sp{.temp = 0.0f, .top_k = 40, .top_p = 0.95f, .seed = 1};
     type_id kv = type_id::f16, random_type = type_id::q8_0;
     bool flash_attn = true;
+    std::string device = "best";
+    int n_copies = 1;
 };
 
 [[noreturn]] void usage_error(const std::string& msg) {
@@ -123,6 +130,10 @@ args parse(int argc, char** argv) {
             else usage_error("--kv must be f16 or f32, not '" + v + "'");
         } else if (o == "--no-fa") {
             a.flash_attn = false;
+        } else if (o == "--device") {
+            a.device = value();
+        } else if (o == "--n-copies") {
+            a.n_copies = static_cast<int>(to_int(o, value(), 1, 4));
         } else if (o == "--random-type") {
             const std::string v = value();
             const auto t = type_from_name(v);
@@ -176,13 +187,19 @@ int main(int argc, char** argv) {
     try {
         if (path.empty()) path = write_random_model(a, temporary);
         models::llama_model m = models::llama_model::load(
-            path, {.n_threads = a.threads, .n_ctx = a.n_ctx, .n_batch = a.n_batch, .kv_type = a.kv, .flash_attn = a.flash_attn});
+            path, {.n_threads = a.threads,
+                   .n_ctx = a.n_ctx,
+                   .n_batch = a.n_batch,
+                   .kv_type = a.kv,
+                   .flash_attn = a.flash_attn,
+                   .device = a.device,
+                   .n_copies = a.n_copies});
         if (temporary) std::filesystem::remove(path);  // the weights stay mapped
         const auto& hp = m.hparams();
-        std::fprintf(stderr, "generate: %s: %s, %lld layers, n_embd %lld, n_vocab %lld, %.2f M parameters, %.1f MiB of weights, %d threads\n",
+        std::fprintf(stderr, "generate: %s: %s, %lld layers, n_embd %lld, n_vocab %lld, %.2f M parameters, %.1f MiB of weights, %d threads, device %s\n",
                      m.file().source().c_str(), hp.arch.c_str(), static_cast<long long>(hp.n_layer),
                      static_cast<long long>(hp.n_embd), static_cast<long long>(hp.n_vocab), static_cast<double>(m.n_params()) / 1e6,
-                     static_cast<double>(m.weight_bytes()) / (1024.0 * 1024.0), m.n_threads());
+                     static_cast<double>(m.weight_bytes()) / (1024.0 * 1024.0), m.n_threads(), std::string(m.device_name()).c_str());
         const auto& tok = m.tokenizer();
         const auto ids = tok.tokenize(a.prompt, true);
         if (ids.empty()) {

@@ -39,6 +39,8 @@ TEST_CASE("registry: registering another backend") {
     CHECK(r.dev_count() == 3);
     CHECK(r.dev_by_name("REF") == reference_device());
     // init_best prefers a GPU-type device
+    CHECK_FALSE(reference_device().emulated());
+    CHECK(r.best_device() == reference_device());
     CHECK(r.init_best().name() == "REF");
     CHECK(r.init_by_type(device_type::cpu).name() == "CPU");
     CHECK(r.names() == "REF, CPU, CPU_REPACK");

@@ -483,6 +483,7 @@ class any_device {
         virtual bool supports_op(const node& x) const = 0;
         virtual bool supports_buft(const any_buffer_type& bt) const = 0;
         virtual bool offload_op(const node& x) const = 0;
+        virtual bool emulated() const = 0;
         virtual any_event event_new() = 0;
         virtual std::vector<any_buffer_type> extra_buffer_types() = 0;
         virtual void* target(const std::type_info& t) noexcept = 0;
@@ -509,6 +510,7 @@ class any_device {
         bool supports_op(const node& x) const override { return d.supports_op(x); }
         bool supports_buft(const any_buffer_type& bt) const override { return d.supports_buft(bt); }
         bool offload_op(const node& x) const override { return backend::offload_op(d, x); }
+        bool emulated() const override { return backend::emulated(d); }
         any_event event_new() override {
             if constexpr (has_events<D>) return d.event_new();
             else return {};
@@ -547,6 +549,9 @@ public:
     bool supports_op(const node& x) const { return get().supports_op(x); }
     bool supports_buft(const any_buffer_type& bt) const { return get().supports_buft(bt); }
     bool offload_op(const node& x) const { return get().offload_op(x); }
+    // A device type emulated on the host's CPU (e.g. a software Vulkan driver): listed and
+    // usable, but registry::init_best() passes over it.
+    bool emulated() const { return get().emulated(); }
     any_event event_new() const { return get().event_new(); }
     std::vector<any_buffer_type> extra_buffer_types() const { return get().extra_buffer_types(); }
     template <class T>

@@ -13,6 +13,8 @@
 //   d.host_buffer_type()              -> any_buffer_type   optional  pinned host memory; default none
 //   d.buffer_from_host_ptr(p, n, n)   -> any_buffer        optional  wrap user memory; default: refused
 //   cd.offload_op(x)                  -> bool              optional  worth moving x here from the CPU; default false
+//   cd.emulated()                     -> bool              optional  a device type emulated on the host's CPU (a
+//                                                                    software GPU driver such as lavapipe); default false
 //   d.event_new()                     -> any_event         optional  default none (no events)
 //   d.extra_buffer_types()            -> vector<any_buffer_type> optional  e.g. a repack type; default none
 //   cd.caps()                         -> device_caps       optional  default: derived from which optional entries exist
@@ -62,6 +64,12 @@ device_caps get_caps(const D& d) {
 template <device D>
 bool offload_op(const D& d, const node& x) {
     if constexpr (requires { { d.offload_op(x) } -> std::convertible_to<bool>; }) return d.offload_op(x);
+    else return false;
+}
+
+template <device D>
+bool emulated(const D& d) {
+    if constexpr (requires { { d.emulated() } -> std::convertible_to<bool>; }) return d.emulated();
     else return false;
 }
 

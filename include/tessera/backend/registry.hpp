@@ -118,11 +118,17 @@ public:
             fail(errc::invalid_argument, "init_by_type: no " + std::string(device_type_name(t)) + " device (registered: " + names() + ")");
         return d.init_backend(params);
     }
-    // A GPU if there is one, else the CPU.
-    any_backend init_best() const {
-        if (const any_device d = dev_by_type(device_type::gpu)) return d.init_backend({});
-        return init_by_type(device_type::cpu);
+    // The device init_best() takes: the first GPU that is not emulated on the CPU (a
+    // software driver such as lavapipe is slower than the CPU backend), else the CPU.
+    any_device best_device() const {
+        for (const any_device& d : devices())
+            if (d.type() == device_type::gpu && !d.emulated()) return d;
+        const any_device cpu = dev_by_type(device_type::cpu);
+        if (!cpu) fail(errc::invalid_argument, "best_device: no CPU device (registered: " + names() + ")");
+        return cpu;
     }
+    // A stream on best_device().
+    any_backend init_best() const { return best_device().init_backend({}); }
 
     std::string names() const {
         std::string s;

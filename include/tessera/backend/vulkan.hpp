@@ -539,6 +539,8 @@ struct vulkan_device_model {
     std::string_view description() const { return ctx().description(); }
     memory_info memory() const { return {ctx().heap_size(), ctx().heap_size()}; }  // (no VK_EXT_memory_budget read yet)
     device_type type() const noexcept { return device_type::gpu; }
+    // A CPU-type Vulkan device (lavapipe, SwiftShader): registry::init_best() passes over it.
+    bool emulated() const { return ctx().emulated(); }
     device_caps caps() const noexcept { return {true, true, false, true}; }
     // params: "" (none yet)
     any_backend init_backend(std::string_view) const { return any_backend(vulkan_backend(ctx())); }

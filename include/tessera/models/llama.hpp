@@ -52,6 +52,14 @@ struct llama_options {
     std::int64_t n_batch = 512;        // prompt tokens per graph
     type_id kv_type = type_id::f16;    // f16 or f32
     bool flash_attn = true;            // flash_attn_ext; false: mul_mat + soft_max + mul_mat
+    // Where the model runs: "cpu" (the CPU backend alone); "best" (registry::best_device():
+    // the first GPU that is not emulated, else the CPU); or a device or family name of
+    // registry::global(), case-insensitive ("Vulkan0"; "vulkan" = that family's first
+    // device). On a device with memory of its own the weights are uploaded into it once,
+    // the KV cache lives there, and the scheduler runs the ops the device does not compute
+    // on the CPU, copying their inputs across (llama.cpp's offload).
+    std::string device = "cpu";
+    int n_copies = 1;                  // the scheduler's pipeline copy sets (1..4; ggml's parallel)
 };
 
 class llama_model {
@@ -78,6 +86,12 @@ public:
     std::int64_t n_past() const noexcept { return s_->n_past; }
     std::int64_t n_vocab() const noexcept { return s_->hp.n_vocab; }
     int n_threads() const noexcept { return s_->n_threads; }
+    // The device the weights and the KV cache are on ("CPU", "Vulkan0", ...).
+    std::string_view device_name() const { return s_->dev.name(); }
+    // The last eval's graph: its splits (llama.cpp's "graph splits") and how many of its
+    // nodes ran on device_name() (all of them when that is the CPU).
+    int last_n_splits() const noexcept { return s_->last_splits; }
+    std::size_t last_nodes_on_device() const noexcept { return s_->last_on_device; }
     // Number of parameters (elements of all weight tensors).
     std::int64_t n_params() const noexcept { return s_->n_params; }
     // Bytes of all weight tensors.
@@ -85,7 +99,11 @@ public:
     // Bytes of the compute buffer the scheduler planned for the graphs so far (ggml's
     // "compute buffer size"): intermediate tensors share memory where their lifetimes
     // allow, and ops run in place over dying sources (graph/op_traits.hpp).
-    std::size_t compute_buffer_size() const { return s_->sched->buffer_size(0); }
+    std::size_t compute_buffer_size() const {
+        std::size_t n = 0;
+        for (std::size_t i = 0; i < s_->sched->n_backends(); ++i) n += s_->sched->buffer_size(i);
+        return n;
+    }
 
     void set_n_threads(int n) {
         if (n < 1) fail(errc::invalid_argument, "llama_model: n_threads must be >= 1");
@@ -155,6 +173,8 @@ private:
         };
         std::unique_ptr<std::byte, aligned_free> weights_copy;  // when the file's data is not aligned
         backend::any_backend cpu;
+        backend::any_device dev;         // where weights and KV cache are (the CPU device, or another)
+        backend::any_backend dev_stream;  // its stream when it is not the CPU
         std::unique_ptr<backend::scheduler> sched;
         graph::node *tok_embd = nullptr, *output_norm = nullptr, *output = nullptr, *rope_freqs = nullptr;
         std::vector<layer> layers;
@@ -162,6 +182,8 @@ private:
         std::size_t weight_bytes = 0;
         std::size_t mark = 0;
         int n_threads = 1;
+        int last_splits = 0;
+        std::size_t last_on_device = 0;
     };
     struct built {
         graph::cgraph g;
@@ -201,6 +223,7 @@ private:
         graph::node* n = s.ctx->new_tensor(t->type, t->ne, name);
         const auto section = s.file.data_section();
         backend::tensor_alloc(s.weights_buf, *n, static_cast<std::byte*>(s.weights_buf.base()) + (t->data - section.data()));
+        if (s.dev_stream) backend::tensor_set(*n, t->data, 0, static_cast<std::size_t>(t->size_bytes));  // upload once
         s.n_params += t->n_elements();
         s.weight_bytes += static_cast<std::size_t>(t->size_bytes);
         return n;
@@ -221,16 +244,25 @@ private:
         s.n_ctx = s.opt.n_ctx > 0 ? s.opt.n_ctx : std::min<std::int64_t>(h.n_ctx_train, 4096);
         s.n_threads = s.opt.n_threads > 0 ? s.opt.n_threads : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
 
+        if (s.opt.n_copies < 1 || s.opt.n_copies > backend::scheduler::max_copies)
+            fail(errc::invalid_argument, "llama_model: n_copies must be 1.." + std::to_string(backend::scheduler::max_copies) +
+                                             ", not " + std::to_string(s.opt.n_copies));
+        s.dev = find_device(s.opt.device);
+
         s.ctx = std::make_unique<graph::context>(graph::context_options{true});
         const auto data = s.file.data_section();
         std::byte* wp = const_cast<std::byte*>(data.data());
-        if (reinterpret_cast<std::uintptr_t>(wp) % 32 != 0) {
+        if (s.dev.type() != backend::device_type::cpu) {
+            // the weights go into the device's memory (uploaded tensor by tensor in weight())
+            s.dev_stream = s.dev.init_backend({});
+            s.weights_buf = s.dev.buffer_type().alloc_buffer(std::max<std::size_t>(data.size(), 1));
+        } else if (reinterpret_cast<std::uintptr_t>(wp) % 32 != 0) {
             // a buffer given to gguf::file::from_buffer need not be aligned: copy the data section
             s.weights_copy.reset(static_cast<std::byte*>(::operator new(std::max<std::size_t>(data.size(), 1), std::align_val_t(64))));
             std::memcpy(s.weights_copy.get(), data.data(), data.size());
             wp = s.weights_copy.get();
         }
-        s.weights_buf = backend::cpu_buffer_from_ptr(wp, data.size());
+        if (!s.dev_stream) s.weights_buf = backend::cpu_buffer_from_ptr(wp, data.size());
         s.weights_buf.set_usage(backend::buffer_usage::weights);
 
         const std::int64_t E = h.n_embd, EKV = h.n_embd_kv(), F = h.n_ff, V = h.n_vocab;
@@ -258,10 +290,21 @@ private:
             caches.push_back(l.v_cache);
             s.layers.push_back(l);
         }
-        s.kv_buf = backend::alloc_tensors(caches, backend::cpu_buffer_type());
+        s.kv_buf = backend::alloc_tensors(caches, s.dev_stream ? s.dev.buffer_type() : backend::cpu_buffer_type());
         s.kv_buf.clear(0);
         s.cpu = backend::cpu_init(s.n_threads);
-        s.sched = std::make_unique<backend::scheduler>(std::vector<backend::any_backend>{s.cpu});
+        std::vector<backend::any_backend> streams{s.cpu};
+        if (s.dev_stream) streams.insert(streams.begin(), s.dev_stream);
+        s.sched = std::make_unique<backend::scheduler>(std::move(streams), std::vector<backend::any_buffer_type>{}, s.opt.n_copies);
+    }
+
+    static backend::any_device find_device(const std::string& name) {
+        const backend::registry& r = backend::registry::global();
+        if (name.empty() || backend::detail::iequal(name, "cpu")) return backend::cpu_device();
+        if (backend::detail::iequal(name, "best")) return r.best_device();
+        if (backend::any_device d = r.dev_by_name(name)) return d;
+        if (const backend::any_reg g = r.reg_by_name(name); g && g.device_count() > 0) return g.device(0);
+        fail(errc::invalid_argument, "llama_model: no device '" + name + "' (devices: " + r.names() + "; or cpu, best)");
     }
 
     built build(std::int64_t n, bool all_logits) {
@@ -369,6 +412,10 @@ private:
         backend::tensor_set(*b.kv_idx, idx.data(), 0, idx.size() * sizeof(std::int64_t));
         backend::tensor_set(*b.mask, mask.data(), 0, mask.size() * sizeof(float));
         s.sched->graph_compute(b.g);
+        s.last_splits = s.sched->n_splits();
+        s.last_on_device = 0;
+        for (const auto& sp : s.sched->splits())
+            if (sp.backend == 0) s.last_on_device += sp.nodes.size();
         std::vector<float> out(static_cast<std::size_t>(b.logits->lay.nelements()));
         backend::tensor_get(*b.logits, out.data(), 0, out.size() * sizeof(float));
         s.n_past += n;

@@ -470,11 +470,12 @@ TEST_CASE("Vulkan: supports_op refuses other ops by name, with the reason") {
     const bool s16 = vulkan::context_at(0).storage16();  // f16 operands (TESSERA_VULKAN_NO_16BIT=1 turns it off)
     CHECK(d.supports_op(*graph::add(h, h).get()) == s16);
     CHECK(d.supports_op(*graph::mul_mat(h, a).get()) == s16);
-    any_tensor k4w = graph::new_tensor(ctx, type_id::q4_K, {256, 2, 1, 1}, "k4w");
-    any_tensor x256 = graph::new_tensor(ctx, type_id::f32, {256, 3, 1, 1}, "x256");
-    const std::string mm = vulkan_unsupported_reason(0, *graph::mul_mat(k4w, x256).get());
-    CHECK(mm.find("mul_mat q4_K x f32") != std::string::npos);
-    CHECK_FALSE(d.supports_op(*graph::mul_mat(k4w, x256).get()));
+    any_tensor q5 = graph::new_tensor(ctx, type_id::q5_0, {32, 2, 1, 1}, "q5");
+    any_tensor a32 = graph::new_tensor(ctx, type_id::f32, {32, 2, 1, 1}, "a32");
+    const std::string mm = vulkan_unsupported_reason(0, *graph::mul_mat(q5, a32).get());
+    CHECK(mm.find("mul_mat: src0 is q5_0") != std::string::npos);
+    CHECK(mm.find("q4_K or q6_K") != std::string::npos);
+    CHECK_FALSE(d.supports_op(*graph::mul_mat(q5, a32).get()));
     // a refused type is named, with the role of the operand
     any_tensor w = graph::new_tensor(ctx, type_id::f32, {256, 2, 1, 1}, "w");
     const std::string cq = vulkan_unsupported_reason(0, *graph::cast(w, type_id::q4_K).get());
@@ -713,6 +714,14 @@ TEST_CASE("Vulkan in the registry: global() lists it, a fresh registry does not"
     CHECK_FALSE(fresh.dev_by_type(device_type::gpu));
     CHECK_FALSE(vulkan_device(0).description().empty());
     MESSAGE("Vulkan0: ", vulkan_device(0).description(), ", ", vulkan_device(0).memory().total >> 20, " MiB");
+    // a CPU-type Vulkan device (lavapipe) is emulated: best_device() passes over it
+    const bool cpu_type = vulkan::context_at(0).emulated();
+    CHECK(vulkan_device(0).emulated() == cpu_type);
+    bool real_gpu = false;
+    for (const any_device& d : g.devices()) real_gpu = real_gpu || (d.type() == device_type::gpu && !d.emulated());
+    if (!real_gpu) CHECK(g.best_device() == cpu_device());
+    if (cpu_type) CHECK(g.best_device() != vulkan_device(0));
+    CHECK_FALSE(cpu_device().emulated());
 }
 
 // ---- no Vulkan driver (run with VK_ICD_FILENAMES=/nonexistent.json) ------------------------------

@@ -39,7 +39,9 @@ namespace backend::vulkan {
 // The compiled shaders (spirv/shaders.hpp), one pipeline each. Each has two builds: with
 // 16-bit storage (f16/bf16 operands), used when the device has storageBuffer16BitAccess,
 // and an f32-only one (NAME_f32only) for devices without it.
-enum class shader_id : std::uint8_t { eltwise, get_rows, set_rows, reduce, soft_max, rope, flash_attn, quantize, mul_mat, count };
+enum class shader_id : std::uint8_t {
+    eltwise, get_rows, set_rows, reduce, soft_max, rope, mul_mat_vec, mul_mat_tiled, mul_mat_id, flash_attn, quantize, count
+};
 
 inline constexpr std::uint32_t push_constant_bytes = 128;  // the minimum every device offers
 inline constexpr std::uint32_t max_bindings = 6;           // storage buffers per dispatch (at most)
@@ -125,8 +127,8 @@ public:
                         (VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT);
         force_staging_ = env_is("TESSERA_VULKAN_STAGING", "1");
 
-        // one pipeline layout for every shader: six storage buffers and 128 bytes of push constants
-        // (a device may offer fewer per stage, at least 4: the ops that need more refuse)
+        // one pipeline layout for every shader: max_bindings storage buffers and 128 bytes of push
+        // constants (a device may offer fewer per stage, at least 4: the ops that need more refuse)
         bindings_ = std::min(max_bindings, props_.limits.maxPerStageDescriptorStorageBuffers);
         std::array<VkDescriptorSetLayoutBinding, max_bindings> binds{};
         for (std::uint32_t i = 0; i < bindings_; ++i) {
@@ -318,9 +320,11 @@ public:
             TESSERA_VK_SHADER_(reduce)
             TESSERA_VK_SHADER_(soft_max)
             TESSERA_VK_SHADER_(rope)
+            TESSERA_VK_SHADER_(mul_mat_vec)
+            TESSERA_VK_SHADER_(mul_mat_tiled)
+            TESSERA_VK_SHADER_(mul_mat_id)
             TESSERA_VK_SHADER_(flash_attn)
             TESSERA_VK_SHADER_(quantize)
-            TESSERA_VK_SHADER_(mul_mat)
             default: fail(errc::invalid_argument, name_ + ": no such shader");
         }
 #undef TESSERA_VK_SHADER_

@@ -15,10 +15,12 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <functional>
 #include <initializer_list>
 #include <span>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -149,7 +151,7 @@ inline std::string type_str(const node& t) { return std::string(type_name(t.lay.
 
 // The element type codes of shaders/common.glsl (loads and stores compute in f32), and
 // the codes get_rows gives the quantized blocks it reads in 16-bit words.
-enum tcode : std::uint32_t { t_f32 = 0, t_f16 = 1, t_bf16 = 2, t_i32 = 3, t_q4_0 = 4, t_q8_0 = 5 };
+enum tcode : std::uint32_t { t_f32 = 0, t_f16 = 1, t_bf16 = 2, t_i32 = 3, t_q4_0 = 4, t_q8_0 = 5, t_q4_K = 6, t_q6_K = 7 };
 inline std::uint32_t code_of(type_id t) {
     switch (t) {
         case type_id::f16: return t_f16;
@@ -157,13 +159,15 @@ inline std::uint32_t code_of(type_id t) {
         case type_id::i32: return t_i32;
         case type_id::q4_0: return t_q4_0;
         case type_id::q8_0: return t_q8_0;
+        case type_id::q4_K: return t_q4_K;
+        case type_id::q6_K: return t_q6_K;
         default: return t_f32;
     }
 }
 // The unit a shader addresses t in: its element size, 2 for quantized blocks (16-bit
 // words), 4 for i64 indices (read as two i32 words).
 inline std::size_t unit_of(type_id t) {
-    if (t == type_id::q4_0 || t == type_id::q8_0) return 2;
+    if (t == type_id::q4_0 || t == type_id::q8_0 || t == type_id::q4_K || t == type_id::q6_K) return 2;
     if (t == type_id::i64) return 4;
     return static_cast<std::size_t>(type_size(t));
 }
@@ -778,134 +782,37 @@ inline void rope_record(recorder& r, const node& d) {
     r.dispatch(shader_id::rope, {ba, bp, bd, bf}, p, static_cast<std::uint64_t>(d.lay.nelements()), 256);
 }
 
-// ---- flash_attn_ext (shaders/flash_attn.comp): one workgroup of 128 per query row -----------
+// ---- mul_mat, mul_mat_id (shaders/mul_mat.comp; common.glsl decodes the weights) ---------
 
-struct flash_attn_push {
-    std::uint32_t qnb1, qnb2, qnb3, knb1, knb2, knb3, vnb1, vnb2, vnb3, mnb1, mnb2, mnb3;
-    std::uint32_t Dk, Dv, n_q, H, ne3, n_kv, rk23, mne23, qoff, koff, voff, doff, moff, soff, flags;
-    float scale, softcap, m0, m1;
-    std::uint32_t n_log2;
-};
-static_assert(sizeof(flash_attn_push) == 128);
-
-inline std::string flash_attn_supports(const node& d, const context& c) {
-    const node* q = d.src[0];
-    const node* k = d.src[1];
-    const node* v = d.src[2];
-    const node* m = d.src[3];
-    const node* sk = d.src[4];
-    if (!q || !k || !v) return "needs q, k and v";
-    if (c.bindings() < 6)
-        return "needs 6 storage buffers per shader stage, " + c.name() + " offers " + std::to_string(c.bindings());
-    if (std::string why = operand_ok(*q, c, "q", {type_id::f32}); !why.empty()) return why;
-    if (std::string why = operands_ok(c, {{k, "k"}, {v, "v"}}, {type_id::f32, type_id::f16, type_id::bf16, type_id::q4_0, type_id::q8_0});
-        !why.empty())
-        return why;
-    if (std::string why = operand_ok(d, c, "the result", {type_id::f32}); !why.empty()) return why;
-    if (!d.lay.is_contiguous()) return "the result is not contiguous";
-    for (auto [t, role] : {std::pair{q, "q"}, std::pair{k, "k"}, std::pair{v, "v"}})
-        if (t->lay.nb[0] != static_cast<std::size_t>(type_size(t->lay.type))) return std::string(role) + "'s rows are not contiguous";
-    const auto &qn = q->lay.ne, &kn = k->lay.ne, &vn = v->lay.ne;
-    if (kn[0] != qn[0] || kn[1] != vn[1] || kn[2] != vn[2] || kn[3] != vn[3] || kn[2] == 0 || kn[3] == 0 || qn[2] % kn[2] ||
-        qn[3] % kn[3])
-        return "q, k and v shapes do not match";
-    if (d.lay.ne[0] != vn[0] || d.lay.ne[1] != qn[2] || d.lay.ne[2] != qn[1] || d.lay.ne[3] != qn[3]) return "the result's shape does not match";
-    if (qn[0] > 1024 || vn[0] > 512) return "head sizes over 1024 (k) or 512 (v)";
-    if ((is_quantized(k->lay.type) && qn[0] % 32) || (is_quantized(v->lay.type) && vn[0] % 32))
-        return "quantized k or v rows are not whole blocks";
-    if (qn[2] / kn[2] > 0xffff || qn[3] / kn[3] > 0xffff) return "over 65535 query heads per kv head";
-    if (m) {
-        if (std::string why = operand_ok(*m, c, "the mask", {type_id::f32, type_id::f16}); !why.empty()) return why;
-        const auto& mn = m->lay.ne;
-        if (m->lay.nb[0] != static_cast<std::size_t>(type_size(m->lay.type))) return "the mask's rows are not contiguous";
-        if (mn[0] != kn[1] || mn[1] < qn[1] || mn[2] == 0 || mn[3] == 0 || qn[2] % mn[2] || qn[3] % mn[3] || mn[2] > 0xffff ||
-            mn[3] > 0xffff)
-            return "the mask does not cover the scores";
-    } else if (d.param<graph::flash_attn_params>().max_bias > 0.0f) {
-        return "ALiBi (max_bias > 0) without a mask";
-    }
-    if (sk) {
-        if (std::string why = operand_ok(*sk, c, "the sinks", {type_id::f32}); !why.empty()) return why;
-        if (sk->lay.nb[0] != 4 || sk->lay.ne[0] < qn[2]) return "the sinks are not one contiguous f32 per head";
-    }
-    return {};
-}
-inline void flash_attn_record(recorder& r, const node& d) {
-    const node& q = *d.src[0];
-    const node& k = *d.src[1];
-    const node& v = *d.src[2];
-    const node* m = d.src[3];
-    const node* sk = d.src[4];
-    const auto& fp = d.param<graph::flash_attn_params>();
-    flash_attn_push p{};
-    const auto qs = strides(q, 4), ks = strides(k, unit_of(k.lay.type)), vs = strides(v, unit_of(v.lay.type));
-    p.qnb1 = qs[1], p.qnb2 = qs[2], p.qnb3 = qs[3];
-    p.knb1 = ks[1], p.knb2 = ks[2], p.knb3 = ks[3];
-    p.vnb1 = vs[1], p.vnb2 = vs[2], p.vnb3 = vs[3];
-    p.Dk = static_cast<std::uint32_t>(q.lay.ne[0]);
-    p.Dv = static_cast<std::uint32_t>(v.lay.ne[0]);
-    p.n_q = static_cast<std::uint32_t>(q.lay.ne[1]);
-    p.H = static_cast<std::uint32_t>(q.lay.ne[2]);
-    p.ne3 = static_cast<std::uint32_t>(q.lay.ne[3]);
-    p.n_kv = static_cast<std::uint32_t>(k.lay.ne[1]);
-    p.rk23 = static_cast<std::uint32_t>(q.lay.ne[2] / k.lay.ne[2]) | static_cast<std::uint32_t>(q.lay.ne[3] / k.lay.ne[3]) << 16;
-    p.mne23 = 1u | 1u << 16;
-    p.flags = code_of(k.lay.type) | code_of(v.lay.type) << 4;
-    p.scale = fp.scale;
-    p.softcap = fp.logit_softcap;
-    const binding bq = r.bind(q, 4), bk = r.bind(k, unit_of(k.lay.type)), bv = r.bind(v, unit_of(v.lay.type)), bd = r.bind(d, 4);
-    binding bm = bq, bs = bq;
-    if (m) {
-        bm = r.bind(*m, unit_of(m->lay.type));
-        const auto ms = strides(*m, unit_of(m->lay.type));
-        p.mnb1 = ms[1], p.mnb2 = ms[2], p.mnb3 = ms[3];
-        p.mne23 = static_cast<std::uint32_t>(m->lay.ne[2]) | static_cast<std::uint32_t>(m->lay.ne[3]) << 16;
-        p.flags |= code_of(m->lay.type) << 8 | 0x1000u;
-        p.moff = bm.first;
-    }
-    if (sk) {
-        bs = r.bind(*sk, 4);
-        p.flags |= 0x2000u;
-        p.soff = bs.first;
-    }
-    if (fp.max_bias > 0.0f) {  // ggml's ALiBi slopes over the heads of q's dim 2
-        std::uint32_t n_log2 = 1;
-        while (n_log2 * 2 <= p.H) n_log2 *= 2;
-        p.flags |= 0x4000u;
-        p.n_log2 = n_log2;
-        p.m0 = std::pow(2.0f, -fp.max_bias / static_cast<float>(n_log2));
-        p.m1 = std::pow(2.0f, -(fp.max_bias / 2.0f) / static_cast<float>(n_log2));
-    }
-    p.qoff = bq.first;
-    p.koff = bk.first;
-    p.voff = bv.first;
-    p.doff = bd.first;
-    const auto rows = static_cast<std::uint64_t>(q.lay.ne[1] * q.lay.ne[2] * q.lay.ne[3]);
-    r.dispatch(shader_id::flash_attn, {bq, bk, bd, bv, bm, bs}, p, rows * 128, 128);
-}
-
-// ---- mul_mat (shaders/mul_mat.comp) -------------------------------------------------------
+// The weight types common.glsl's load_a_row decodes.
+inline constexpr std::initializer_list<type_id> weight_types = {type_id::f32,  type_id::f16,  type_id::bf16, type_id::q4_0,
+                                                                type_id::q8_0, type_id::q4_K, type_id::q6_K};
+// Fewer columns of b than this run the matvec build (a workgroup per result), more the
+// tiled one (64 x 64 tiles).
+inline constexpr std::int64_t mul_mat_tiled_min_cols = 8;
 
 struct mul_mat_push {
     std::array<std::uint32_t, 4> ne, anb, bnb, dnb;
-    std::uint32_t K, r2, r3, aoff, boff, doff, types;
+    std::uint32_t K, r2, r3, aoff, boff, doff, types, ioff, inb0, inb1;
 };
-static_assert(sizeof(mul_mat_push) == 92);
+static_assert(sizeof(mul_mat_push) == 104);
+
+// a's rows: a block type's rows are whole blocks, its nb0 the block size; a float a may
+// have any element stride (a permuted view).
+inline std::string weight_ok(const node& a, const context& c, const char* role) {
+    if (std::string why = operand_ok(a, c, role, weight_types); !why.empty()) return why;
+    if (is_quantized(a.lay.type) && a.lay.nb[0] != static_cast<std::size_t>(type_size(a.lay.type)))
+        return std::string(role) + " is a " + type_str(a) + " view whose blocks are not contiguous";
+    return {};
+}
 
 inline std::string mul_mat_supports(const node& d, const context& c) {
     const node* a = d.src[0];
     const node* b = d.src[1];
     if (!a || !b) return "needs two sources";
-    const auto ok_a = {type_id::f32, type_id::f16, type_id::bf16, type_id::q4_0, type_id::q8_0};
-    bool a_ok = false;
-    for (type_id t : ok_a) a_ok = a_ok || a->lay.type == t;
-    if (!a_ok || (b->lay.type != type_id::f32 && b->lay.type != type_id::f16 && b->lay.type != type_id::bf16))
-        return "mul_mat " + type_str(*a) + " x " + type_str(*b) + " (the Vulkan device has " + names(ok_a) + " x f32, f16 or bf16)";
-    if (std::string why = operand_ok(*a, c, "src0", ok_a); !why.empty()) return why;
+    if (std::string why = weight_ok(*a, c, "src0"); !why.empty()) return why;
     if (std::string why = operand_ok(*b, c, "src1", float_in); !why.empty()) return why;
     if (std::string why = operand_ok(d, c, "the result", {type_id::f32}); !why.empty()) return why;
-    if (is_quantized(a->lay.type) && (a->lay.nb[0] != static_cast<std::size_t>(type_size(a->lay.type)) || a->lay.ne[0] % 32))
-        return "src0's " + type_str(*a) + " blocks are not contiguous along its rows";
     const auto &an = a->lay.ne, &bn = b->lay.ne, &dn = d.lay.ne;
     if (an[0] != bn[0] || dn[0] != an[1] || dn[1] != bn[1] || dn[2] != bn[2] || dn[3] != bn[3]) return "mul_mat shapes do not match";
     if (an[2] == 0 || an[3] == 0 || bn[2] % an[2] || bn[3] % an[3]) return "src0 does not broadcast over src1's dims 2 and 3";
@@ -915,19 +822,149 @@ inline void mul_mat_record(recorder& r, const node& d) {
     const node& a = *d.src[0];
     const node& b = *d.src[1];
     mul_mat_push p{};
+    const std::size_t ua = unit_of(a.lay.type), ub = unit_of(b.lay.type);
     p.ne = u4(d.lay.ne);
-    p.anb = strides(a, unit_of(a.lay.type));
-    p.bnb = strides(b, unit_of(b.lay.type));
+    p.anb = strides(a, ua);
+    p.bnb = strides(b, ub);
     p.dnb = strides(d, 4);
     p.K = static_cast<std::uint32_t>(a.lay.ne[0]);
     p.r2 = static_cast<std::uint32_t>(b.lay.ne[2] / a.lay.ne[2]);
     p.r3 = static_cast<std::uint32_t>(b.lay.ne[3] / a.lay.ne[3]);
     p.types = code_of(a.lay.type) | code_of(b.lay.type) << 4;
-    const binding ba = r.bind(a, unit_of(a.lay.type)), bb = r.bind(b, unit_of(b.lay.type)), bd = r.bind(d, 4);
+    const binding ba = r.bind(a, ua), bb = r.bind(b, ub), bd = r.bind(d, 4);
     p.aoff = ba.first;
     p.boff = bb.first;
     p.doff = bd.first;
-    r.dispatch(shader_id::mul_mat, {ba, bb, bd}, p, static_cast<std::uint64_t>(d.lay.nelements()), 64);
+    const auto& n = d.lay.ne;
+    if (n[1] < mul_mat_tiled_min_cols) {
+        r.dispatch(shader_id::mul_mat_vec, {ba, bb, bd}, p, static_cast<std::uint64_t>(d.lay.nelements()) * 64, 64);
+    } else {
+        const auto tiles = static_cast<std::uint64_t>((n[0] + 63) / 64 * ((n[1] + 63) / 64) * n[2] * n[3]);
+        r.dispatch(shader_id::mul_mat_tiled, {ba, bb, bd}, p, tiles * 256, 256);
+    }
+}
+
+inline std::string mul_mat_id_supports(const node& d, const context& c) {
+    const node* a = d.src[0];
+    const node* b = d.src[1];
+    const node* ids = d.src[2];
+    if (!a || !b || !ids) return "needs three sources (experts, b, ids)";
+    if (std::string why = weight_ok(*a, c, "the experts"); !why.empty()) return why;
+    if (std::string why = operand_ok(*b, c, "b", float_in); !why.empty()) return why;
+    if (std::string why = operand_ok(*ids, c, "ids", {type_id::i32}); !why.empty()) return why;
+    if (std::string why = operand_ok(d, c, "the result", {type_id::f32}); !why.empty()) return why;
+    const auto &an = a->lay.ne, &bn = b->lay.ne, &in = ids->lay.ne, &dn = d.lay.ne;
+    if (an[0] != bn[0] || dn[0] != an[1] || dn[1] != in[0] || dn[2] != bn[2] || in[1] != bn[2] || bn[1] == 0 || in[0] % bn[1])
+        return "mul_mat_id shapes do not match";
+    return {};
+}
+inline void mul_mat_id_record(recorder& r, const node& d) {
+    const node& a = *d.src[0];
+    const node& b = *d.src[1];
+    const node& ids = *d.src[2];
+    mul_mat_push p{};
+    const std::size_t ua = unit_of(a.lay.type), ub = unit_of(b.lay.type);
+    p.ne = u4(d.lay.ne);
+    p.anb = strides(a, ua);
+    p.bnb = strides(b, ub);
+    p.dnb = strides(d, 4);
+    p.K = static_cast<std::uint32_t>(a.lay.ne[0]);
+    p.r2 = static_cast<std::uint32_t>(a.lay.ne[2]);  // experts
+    p.r3 = static_cast<std::uint32_t>(b.lay.ne[1]);
+    p.types = code_of(a.lay.type) | code_of(b.lay.type) << 4;
+    p.inb0 = static_cast<std::uint32_t>(ids.lay.nb[0] / 4);
+    p.inb1 = static_cast<std::uint32_t>(ids.lay.nb[1] / 4);
+    const binding ba = r.bind(a, ua), bb = r.bind(b, ub), bd = r.bind(d, 4), bi = r.bind(ids, 4);
+    p.aoff = ba.first;
+    p.boff = bb.first;
+    p.doff = bd.first;
+    p.ioff = bi.first;
+    r.dispatch(shader_id::mul_mat_id, {ba, bb, bd, bi}, p, static_cast<std::uint64_t>(d.lay.nelements()) * 64, 64);
+}
+
+// ---- flash_attn_ext (shaders/flash_attn.comp): a workgroup of 64 per query row -------------
+
+struct flash_attn_push {
+    std::uint32_t D, Dv, nkv, nq, H, B, rh, rb;
+    std::uint32_t q1, q2, q3, k1, k2, k3, v1, v2, v3, m1, m2, m3, mne2, mne3;
+    std::uint32_t qoff, koff, voff, moff, soff, doff, types;
+    float scale, max_bias, softcap;
+};
+static_assert(sizeof(flash_attn_push) == 128);
+
+inline constexpr std::int64_t flash_attn_max_head = 512;  // the shader's shared q row and 8 dims per invocation
+
+inline std::string flash_attn_supports(const node& d, const context& c) {
+    const node* q = d.src[0];
+    const node* k = d.src[1];
+    const node* v = d.src[2];
+    const node* m = d.src[3];
+    const node* sinks = d.src[4];
+    if (!q || !k || !v) return "needs q, k and v";
+    if (c.bindings() < 6)
+        return "needs 6 storage buffers per shader stage, " + c.name() + " offers " + std::to_string(c.bindings());
+    if (std::string why = operand_ok(*q, c, "q", {type_id::f32}); !why.empty()) return why;
+    if (std::string why = operands_ok(c, {{k, "k"}, {v, "v"}}, float_in); !why.empty()) return why;
+    if (std::string why = operand_ok(d, c, "the result", {type_id::f32}); !why.empty()) return why;
+    if (m)
+        if (std::string why = operand_ok(*m, c, "the mask", {type_id::f32, type_id::f16}); !why.empty()) return why;
+    if (sinks)
+        if (std::string why = operand_ok(*sinks, c, "the sinks", {type_id::f32}); !why.empty()) return why;
+    for (auto [t, role] : {std::pair{q, "q"}, std::pair{k, "k"}, std::pair{v, "v"}, std::pair{m, "the mask"}})
+        if (t && t->lay.nb[0] != static_cast<std::size_t>(type_size(t->lay.type))) return std::string(role) + "'s rows are not contiguous";
+    if (q->lay.ne[0] > flash_attn_max_head || v->lay.ne[0] > flash_attn_max_head)
+        return "head sizes above " + std::to_string(flash_attn_max_head) + " (the shader's limit)";
+    if (!d.lay.is_contiguous()) return "the result is not contiguous";
+    return {};
+}
+inline void flash_attn_record(recorder& r, const node& d) {
+    const node& q = *d.src[0];
+    const node& k = *d.src[1];
+    const node& v = *d.src[2];
+    const node* m = d.src[3];
+    const node* sinks = d.src[4];
+    const auto& fp = d.param<graph::flash_attn_params>();
+    flash_attn_push p{};
+    const std::size_t uk = unit_of(k.lay.type), uv = unit_of(v.lay.type);
+    auto u = [](std::size_t x) { return static_cast<std::uint32_t>(x); };
+    p.D = u(static_cast<std::size_t>(q.lay.ne[0]));
+    p.Dv = u(static_cast<std::size_t>(v.lay.ne[0]));
+    p.nkv = u(static_cast<std::size_t>(k.lay.ne[1]));
+    p.nq = u(static_cast<std::size_t>(q.lay.ne[1]));
+    p.H = u(static_cast<std::size_t>(q.lay.ne[2]));
+    p.B = u(static_cast<std::size_t>(q.lay.ne[3]));
+    p.rh = u(static_cast<std::size_t>(q.lay.ne[2] / k.lay.ne[2]));
+    p.rb = u(static_cast<std::size_t>(q.lay.ne[3] / k.lay.ne[3]));
+    p.q1 = u(q.lay.nb[1] / 4), p.q2 = u(q.lay.nb[2] / 4), p.q3 = u(q.lay.nb[3] / 4);
+    p.k1 = u(k.lay.nb[1] / uk), p.k2 = u(k.lay.nb[2] / uk), p.k3 = u(k.lay.nb[3] / uk);
+    p.v1 = u(v.lay.nb[1] / uv), p.v2 = u(v.lay.nb[2] / uv), p.v3 = u(v.lay.nb[3] / uv);
+    p.mne2 = p.mne3 = 1;
+    p.scale = fp.scale;
+    p.max_bias = fp.max_bias;
+    p.softcap = fp.logit_softcap;
+    p.types = code_of(k.lay.type) | code_of(v.lay.type) << 4;
+    const binding bq = r.bind(q, 4), bk = r.bind(k, uk), bd = r.bind(d, 4), bv = r.bind(v, uv);
+    binding bm = bq, bs = bq;
+    if (m) {
+        const std::size_t um = unit_of(m->lay.type);
+        bm = r.bind(*m, um);
+        p.m1 = u(m->lay.nb[1] / um), p.m2 = u(m->lay.nb[2] / um), p.m3 = u(m->lay.nb[3] / um);
+        p.mne2 = u(static_cast<std::size_t>(m->lay.ne[2]));
+        p.mne3 = u(static_cast<std::size_t>(m->lay.ne[3]));
+        p.moff = bm.first;
+        p.types |= code_of(m->lay.type) << 8 | 1u << 12;
+    }
+    if (sinks) {
+        bs = r.bind(*sinks, 4);
+        p.soff = bs.first;
+        p.types |= 1u << 13;
+    }
+    p.qoff = bq.first;
+    p.koff = bk.first;
+    p.voff = bv.first;
+    p.doff = bd.first;
+    const auto rows = static_cast<std::uint64_t>(q.lay.ne[1] * q.lay.ne[2] * q.lay.ne[3]);
+    r.dispatch(shader_id::flash_attn, {bq, bk, bd, bv, bm, bs}, p, rows * 64, 64);
 }
 
 }  // namespace detail_ops
@@ -943,9 +980,9 @@ struct op_entry {
 // sizes of src0, src1 and the result, 4 for f32, 2 for f16 and bf16) and flops; a
 // broadcast operand is counted as read once per element (a GPU serves the repeats from
 // cache). docs/backends.md lists the same.
-inline const std::array<op_entry, 36>& op_table() {
+inline const std::array<op_entry, 37>& op_table() {
     using namespace detail_ops;
-    static const std::array<op_entry, 36> t{{
+    static const std::array<op_entry, 37> t{{
         {op_kind::add, binary_supports, binary_record, {"sa + sb + sd", "1"}},
         {op_kind::sub, binary_supports, binary_record, {"sa + sb + sd", "1"}},
         {op_kind::mul, binary_supports, binary_record, {"sa + sb + sd", "1"}},
@@ -981,10 +1018,14 @@ inline const std::array<op_entry, 36>& op_table() {
         {op_kind::soft_max, soft_max_supports, soft_max_record, {"3 (sa + sm) + sd (three passes; sm: the mask's, 0 without; sinks: 4 per row)", "~12"}},
         {op_kind::rope, rope_supports, rope_record, {"2 sa + 4 (its position) + sd", "~25 (pow, sin, cos, the rotation)"}},
         {op_kind::rope_back, rope_supports, rope_record, {"2 sa + 4 + sd", "~25"}},
+        {op_kind::mul_mat, mul_mat_supports, mul_mat_record,
+         {"matvec: k (qa + sb) + 4; tiled: k (qa + sb) / 64 + 4 (qa: bytes per weight, 4/2/2 f32/f16/bf16, "
+          "18/32 q4_0, 34/32 q8_0, 144/256 q4_K, 210/256 q6_K)",
+          "2k (+ ~2-6 per weight decoded: the matvec decodes each weight once per column, the tile once per 64)"}},
+        {op_kind::mul_mat_id, mul_mat_id_supports, mul_mat_id_record, {"k (qa + sb) + 4 + 4 (the id)", "2k"}},
         {op_kind::flash_attn_ext, flash_attn_supports, flash_attn_record,
-         {"(4 Dk + n_kv (Dk sk + sm) + 128 n_kv sv) / Dv + 4 (each thread reads its V elements of every key; sk, sv, sm: k, v, mask element sizes)",
-          "(2 n_kv Dk + ~10 n_kv) / Dv + 2 n_kv"}},
-        {op_kind::mul_mat, mul_mat_supports, mul_mat_record, {"k (sa + sb) + 4 (q4_0: sa 18/32, q8_0: 34/32)", "2k"}},
+         {"n_kv (Dk sk + Dv sv + sm) / Dv + 4, per element of the result (K, V and the mask read once per query row)",
+          "n_kv (2 Dk + 2 Dv + ~20) / Dv"}},
     }};
     return t;
 }
@@ -1002,9 +1043,35 @@ inline std::string implemented_list() {
     return r;
 }
 
+// Ops refused on request, a comma-separated list of op names: TESSERA_VULKAN_REFUSE at
+// start-up, or refuse_ops() (set it before schedulers place graphs). For narrowing a
+// device bug down to an op, and for tests that need the CPU fallback of a graph the
+// device could compute whole.
+inline std::string& refused_ops_storage() {
+    static std::string s = [] {
+        const char* e = std::getenv("TESSERA_VULKAN_REFUSE");
+        return std::string(e ? e : "");
+    }();
+    return s;
+}
+inline void refuse_ops(std::string list) { refused_ops_storage() = std::move(list); }
+inline const std::string& refused_ops() { return refused_ops_storage(); }
+inline bool refused_on_request(op_kind k) {
+    const std::string& l = refused_ops_storage();
+    const std::string_view name = graph::op_name(k);
+    for (std::size_t i = 0; i <= l.size();) {
+        std::size_t j = l.find(',', i);
+        if (j == std::string::npos) j = l.size();
+        if (std::string_view(l).substr(i, j - i) == name) return true;
+        i = j + 1;
+    }
+    return false;
+}
+
 // "" when the device computes x, else why not (naming the op).
 inline std::string unsupported_reason(const node& x, const context& c) {
     if (graph::op_is_view(x.op) || x.op == op_kind::none) return {};
+    if (refused_on_request(x.op)) return "op " + std::string(graph::op_name(x.op)) + " is refused on request (TESSERA_VULKAN_REFUSE / refuse_ops)";
     const op_entry* e = find_op(x.op);
     if (!e)
         return "op " + std::string(graph::op_name(x.op)) +

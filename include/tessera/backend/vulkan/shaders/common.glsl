@@ -1,4 +1,4 @@
-// tessera Vulkan, shared by every shader: the six operand bindings (0 a, 1 b, 2 d, 3 c, 4 e, 5 f) with one
+// tessera Vulkan, shared by every shader: the four operand bindings (0 a, 1 b, 2 d, 3 c) with one
 // alias per element type, typed loads and stores that compute in f32, and index math.
 //
 // Element types (the host's type codes, detail_ops::tcode in ops.hpp): 0 f32, 1 f16,
@@ -48,34 +48,61 @@ TESSERA_OPERAND(0, a)
 TESSERA_OPERAND(1, b)
 TESSERA_OPERAND(2, d)
 TESSERA_OPERAND(3, c)
-TESSERA_OPERAND(4, e)
-TESSERA_OPERAND(5, f)
 
-// Element j of a row of operand N (a, b or c) that starts at element (or, quantized,
-// 16-bit word) `row` and has element stride nb0: the typed loads, and the quantized
-// blocks read in 16-bit words (type codes 4 q4_0: f16 scale, 16 bytes, low nibbles
-// elements 0-15, high 16-31, x = d (q - 8); 5 q8_0: f16 scale, 32 int8, x = d q).
+// Element j of a row of operand a, in f32. `row` is the row's start in the operand's units:
+// elements for the float types (then nb0 is the element stride, a's nb0), 16-bit words for
+// the block types, whose rows are whole blocks (ggml's layouts, quant/blocks.hpp):
+//   4 q4_0  (9 words):   f16 d, 16 bytes: element k < 16 the low nibble of byte k, else the
+//                        high nibble of byte k - 16; x = d (q - 8)
+//   5 q8_0  (17 words):  f16 d, 32 int8; x = d q
+//   6 q4_K  (72 words):  f16 d, f16 dmin, 12 bytes of 6-bit scales and mins (eight of
+//                        each), 128 bytes of nibbles: element 64 c + l is the low (l < 32)
+//                        or high nibble of byte 32 c + l % 32; x = d sc_s q - dmin m_s, s = e / 32
+//   7 q6_K  (105 words): 128 bytes ql, 64 bytes qh, 16 int8 scales, f16 d; element
+//                        128 h + 32 g + l: 4 low bits from ql[64 h + l + 32 (g & 1)] (its
+//                        high nibble when g >= 2), 2 high bits from qh[32 h + l] >> 2 g;
+//                        x = d scales[e / 16] (q - 32)
 #ifndef TESSERA_F32_ONLY
-#define TESSERA_ROW_LOADER(N)                                                                  \
-    uint N##_byte(uint word0, uint k) { return (uint(N##u16[word0 + k / 2u]) >> (8u * (k & 1u))) & 255u; } \
-    float load_##N##_row(uint t, uint row, uint j, uint nb0) {                                 \
-        if (t < 4u) return load_##N(t, row + j * nb0);                                         \
-        if (t == 4u) {                                                                         \
-            const uint blk = row + (j / 32u) * 9u, k = j % 32u;                                \
-            const uint q = N##_byte(blk + 1u, k % 16u);                                        \
-            return float(N##16[blk]) * (float(k < 16u ? (q & 15u) : (q >> 4u)) - 8.0);        \
-        }                                                                                      \
-        const uint blk = row + (j / 32u) * 17u;                                                \
-        return float(N##16[blk]) * float(int(N##_byte(blk + 1u, j % 32u) << 24u) >> 24);      \
+uint a_byte(uint word0, uint k) { return (uint(au16[word0 + k / 2u]) >> (8u * (k & 1u))) & 255u; }
+#endif
+float load_a_row(uint t, uint row, uint j, uint nb0) {
+    if (t < 4u) return load_a(t, row + j * nb0);
+#ifndef TESSERA_F32_ONLY
+    if (t == 4u) {
+        const uint blk = row + (j / 32u) * 9u, k = j % 32u;
+        const uint q = a_byte(blk + 1u, k % 16u);
+        return float(a16[blk]) * (float(k < 16u ? (q & 15u) : (q >> 4u)) - 8.0);
+    }
+    if (t == 5u) {
+        const uint blk = row + (j / 32u) * 17u;
+        return float(a16[blk]) * float(int(a_byte(blk + 1u, j % 32u) << 24u) >> 24);
+    }
+    if (t == 6u) {
+        const uint blk = row + (j / 256u) * 72u, e = j % 256u, s = e / 32u;
+        uint sc, mn;
+        if (s < 4u) {
+            sc = a_byte(blk + 2u, s) & 63u;
+            mn = a_byte(blk + 2u, s + 4u) & 63u;
+        } else {
+            sc = (a_byte(blk + 2u, s + 4u) & 15u) | ((a_byte(blk + 2u, s - 4u) >> 6u) << 4u);
+            mn = (a_byte(blk + 2u, s + 4u) >> 4u) | ((a_byte(blk + 2u, s) >> 6u) << 4u);
+        }
+        const uint l = e % 64u, qb = a_byte(blk + 8u, (e / 64u) * 32u + l % 32u);
+        const uint q = l < 32u ? (qb & 15u) : (qb >> 4u);
+        return float(a16[blk]) * float(sc) * float(q) - float(a16[blk + 1u]) * float(mn);
+    }
+    {
+        const uint blk = row + (j / 256u) * 105u, e = j % 256u;
+        const uint h = e / 128u, g = (e % 128u) / 32u, l = e % 32u;
+        const uint lo = (a_byte(blk, 64u * h + l + 32u * (g & 1u)) >> (g >= 2u ? 4u : 0u)) & 15u;
+        const uint hi = (a_byte(blk + 64u, 32u * h + l) >> (2u * g)) & 3u;
+        const int sc = int(a_byte(blk + 96u, e / 16u) << 24u) >> 24;
+        return float(a16[blk + 104u]) * float(sc) * float(int(lo | (hi << 4u)) - 32);
     }
 #else
-#define TESSERA_ROW_LOADER(N) \
-    float load_##N##_row(uint t, uint row, uint j, uint nb0) { return load_##N(t, row + j * nb0); }
+    return 0.0;
 #endif
-TESSERA_ROW_LOADER(a)
-TESSERA_ROW_LOADER(b)
-TESSERA_ROW_LOADER(c)
-
+}
 // The invocation's flat index: the host splits a large grid over x and y.
 uint flat_index(uint local) {
     return (gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x) * local + gl_LocalInvocationID.x;

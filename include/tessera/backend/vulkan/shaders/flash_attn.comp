@@ -1,115 +1,119 @@
 #version 450
-// tessera Vulkan, flash_attn_ext: one workgroup of 128 per (query i1, head h, i3), the
-// online softmax over tiles of 128 keys. Operands: q (binding 0, f32), k (1), v (3), both
-// f32/f16/bf16/q4_0/q8_0 with contiguous rows (common.glsl's row loaders), the mask (4, f32/f16, optional), the sinks (5, f32,
-// optional), d (2, f32 [Dv, H, n_q, ne3], contiguous). KV head h / rk2, i3 / rk3 (GQA).
-// Score s_j = q . k_j, then s * scale (or softcap * tanh(s * scale / softcap)) + slope *
-// mask[j, i1, h % mne2, i3 % mne3], slope as soft_max.comp (ALiBi over the H heads).
-// Thread t computes the score of key j0 + t of a tile and owns the output elements
-// t, t + 128, ... (Dv <= 512). A query whose every score is -inf gives zeros; a sink joins
-// the max and the sum.
-layout(local_size_x = 128) in;
+// tessera Vulkan, flash_attn_ext: for query row (iq1, head h, batch i3) and every KV row j,
+//   s_j = scale * q . k_j, s_j = softcap * tanh(s_j / softcap) when softcap > 0,
+//   s_j += slope(h) * mask[j, iq1, h % mne2, i3 % mne3],
+//   d[:, h, iq1, i3] = sum_j exp(s_j - M) v_j / (sum_j exp(s_j - M) + exp(sink_h - M)),
+// with K/V head h / (H / Hkv) and batch i3 / (B / Bkv) (grouped-query attention), ALiBi
+// slopes as ggml (m0^(h+1) below n_log2, the largest power of two <= H, else
+// m1^(2 (h - n_log2) + 1)), the sink term only with sinks, and zeros for a row with no
+// visible KV row. One workgroup of 64 per query row: the KV rows go by in chunks of 64,
+// each invocation scores one row of the chunk, then the chunk's weights are folded into a
+// running maximum and sum (online softmax) and into the output dims each invocation owns
+// (dim t, t + 64, ... up to 8 of them: Dv <= 512). K/V are f32, f16 or bf16.
+layout(local_size_x = 64) in;
 #include "common.glsl"
+TESSERA_OPERAND(4, m)
+TESSERA_OPERAND(5, s)
+// bindings: a = q (f32), b = k, d = the result (f32), c = v, m = the mask, s = the sinks (f32)
 layout(push_constant) uniform P {
-    uint qnb1, qnb2, qnb3;  // strides in elements (dim 0 contiguous)
-    uint knb1, knb2, knb3;
-    uint vnb1, vnb2, vnb3;
-    uint mnb1, mnb2, mnb3;
-    uint Dk, Dv, n_q, H, ne3, n_kv;
-    uint rk23;   // rk2 | rk3 << 16
-    uint mne23;  // mne2 | mne3 << 16
-    uint qoff, koff, voff, doff, moff, soff;
-    uint flags;  // tk | tv << 4 | tm << 8, bit 12 mask, bit 13 sinks, bit 14 ALiBi
+    uint D;     // head size of q and k
+    uint Dv;    // of v and the result
+    uint nkv;   // KV rows
+    uint nq;    // query rows (q's dim 1)
+    uint H;     // q's heads (dim 2)
+    uint B;     // q's dim 3
+    uint rh;    // H / Hkv
+    uint rb;    // B / Bkv
+    uint q1, q2, q3;  // strides in elements (dim 0 is contiguous in every operand)
+    uint k1, k2, k3;
+    uint v1, v2, v3;
+    uint m1, m2, m3;
+    uint mne2, mne3;  // the mask's extents in dims 2 and 3
+    uint qoff, koff, voff, moff, soff, doff;
+    uint types;  // k | v << 4 | mask << 8 | has_mask << 12 | has_sinks << 13
     float scale;
+    float max_bias;
     float softcap;
-    float m0;
-    float m1;
-    uint n_log2;
 } p;
 
-shared float qs[1024];
-shared float sc[128];
-shared float red[128];
-
-float group_max(float v) {
-    const uint t = gl_LocalInvocationID.x;
-    red[t] = v;
-    barrier();
-    for (uint s = 64u; s > 0u; s >>= 1u) {
-        if (t < s) red[t] = max(red[t], red[t + s]);
-        barrier();
-    }
-    const float r = red[0];
-    barrier();
-    return r;
-}
+shared float sq[512];  // the query row
+shared float sw[64];   // the chunk's scores, then its weights
 
 void main() {
     const uint row = group_index();
-    if (row >= p.n_q * p.H * p.ne3) return;  // the whole workgroup
+    if (row >= p.nq * p.H * p.B) return;  // the whole workgroup
     const uint t = gl_LocalInvocationID.x;
-    const uint i1 = row % p.n_q, h = (row / p.n_q) % p.H, i3 = row / (p.n_q * p.H);
-    const uint rk2 = p.rk23 & 0xffffu, rk3 = p.rk23 >> 16, mne2 = p.mne23 & 0xffffu, mne3 = p.mne23 >> 16;
-    const uint tk = p.flags & 15u, tv = (p.flags >> 4) & 15u, tm = (p.flags >> 8) & 15u;
-    const bool has_mask = (p.flags & 0x1000u) != 0u, has_sinks = (p.flags & 0x2000u) != 0u, alibi = (p.flags & 0x4000u) != 0u;
-    const uint kb = p.koff + (h / rk2) * p.knb2 + (i3 / rk3) * p.knb3;
-    const uint vb = p.voff + (h / rk2) * p.vnb2 + (i3 / rk3) * p.vnb3;
-    const uint mb = p.moff + i1 * p.mnb1 + (h % mne2) * p.mnb2 + (i3 % mne3) * p.mnb3;
+    const uint iq1 = row % p.nq, h = (row / p.nq) % p.H, i3 = row / (p.nq * p.H);
+    const uint tk = p.types & 15u, tv = (p.types >> 4) & 15u, tm = (p.types >> 8) & 15u;
+    const bool has_mask = ((p.types >> 12) & 1u) != 0u, has_sinks = ((p.types >> 13) & 1u) != 0u;
+    const uint qb = p.qoff + iq1 * p.q1 + h * p.q2 + i3 * p.q3;
+    const uint kb = p.koff + (h / p.rh) * p.k2 + (i3 / p.rb) * p.k3;
+    const uint vb = p.voff + (h / p.rh) * p.v2 + (i3 / p.rb) * p.v3;
+    const uint mb = p.moff + iq1 * p.m1 + (h % p.mne2) * p.m2 + (i3 % p.mne3) * p.m3;
+    for (uint e = t; e < p.D; e += 64u) sq[e] = a32[qb + e];
     float slope = 1.0;
-    if (alibi) slope = h < p.n_log2 ? pow(p.m0, float(h + 1u)) : pow(p.m1, float(2u * (h - p.n_log2) + 1u));
-    const float ninf = -1.0 / 0.0;
-
-    const uint qb = p.qoff + i1 * p.qnb1 + h * p.qnb2 + i3 * p.qnb3;
-    for (uint e = t; e < p.Dk; e += 128u) qs[e] = a32[qb + e];
+    if (p.max_bias > 0.0) {
+        const uint n_log2 = 1u << uint(findMSB(p.H));
+        const float m0 = exp2(-p.max_bias / float(n_log2)), m1 = exp2(-(p.max_bias / 2.0) / float(n_log2));
+        slope = h < n_log2 ? pow(m0, float(h + 1u)) : pow(m1, float(2u * (h - n_log2) + 1u));
+    }
     barrier();
-
-    float acc[4] = float[4](0.0, 0.0, 0.0, 0.0);
-    float m = ninf, sum = 0.0;
-    for (uint j0 = 0u; j0 < p.n_kv; j0 += 128u) {
+    const float ninf = -1.0 / 0.0;
+    float M = ninf, S = 0.0;
+    float acc[8] = float[8](0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0);
+    for (uint j0 = 0u; j0 < p.nkv; j0 += 64u) {
         const uint j = j0 + t;
-        float s = ninf;
-        if (j < p.n_kv) {
-            float dot = 0.0;
-            const uint kr = kb + j * p.knb1;
-            for (uint e = 0u; e < p.Dk; ++e) dot += qs[e] * load_b_row(tk, kr, e, 1u);
-            s = p.softcap != 0.0 ? p.softcap * tanh(clamp(dot * p.scale / p.softcap, -15.0, 15.0)) : dot * p.scale;
-            if (has_mask) s += slope * load_e(tm, mb + j);
-        }
-        const float mt = group_max(s);
-        const float m_new = max(m, mt);
-        sc[t] = m_new == ninf ? 0.0 : exp(s - m_new);
-        barrier();
-        if (m_new != ninf) {
-            const float f = exp(m - m_new);  // 0 while m is -inf
-            float ts = 0.0;
-            const uint n = min(128u, p.n_kv - j0);
-            for (uint jj = 0u; jj < n; ++jj) ts += sc[jj];
-            sum = sum * f + ts;
-            for (uint r = 0u; r < 4u; ++r) {
-                const uint e = t + 128u * r;
-                if (e >= p.Dv) break;
-                float a = acc[r] * f;
-                for (uint jj = 0u; jj < n; ++jj) a += sc[jj] * load_c_row(tv, vb + (j0 + jj) * p.vnb1, e, 1u);
-                acc[r] = a;
+        float sc = ninf;
+        if (j < p.nkv) {
+            const float mv = has_mask ? slope * load_m(tm, mb + j) : 0.0;
+            if (!(isinf(mv) && mv < 0.0)) {  // a masked row needs no dot product
+                float dot = 0.0;
+                const uint kr = kb + j * p.k1;
+                for (uint e = 0u; e < p.D; ++e) dot += sq[e] * load_b(tk, kr + e);
+                sc = dot * p.scale;
+                if (p.softcap > 0.0) sc = p.softcap * tanh(sc / p.softcap);
+                sc += mv;
             }
-            m = m_new;
         }
+        sw[t] = sc;
+        barrier();
+        float cm = ninf;
+        for (uint i = 0u; i < 64u; ++i) cm = max(cm, sw[i]);
+        const float Mn = max(M, cm);
+        barrier();
+        if (Mn == ninf) continue;  // nothing visible yet (uniform over the workgroup)
+        sw[t] = sc == ninf ? 0.0 : exp(sc - Mn);
+        barrier();
+        const float alpha = M == ninf ? 0.0 : exp(M - Mn);
+        S *= alpha;
+        for (uint r = 0u; r < 8u; ++r) acc[r] *= alpha;
+        const uint n = min(64u, p.nkv - j0);
+        for (uint i = 0u; i < n; ++i) {
+            const float w = sw[i];
+            S += w;
+            if (w == 0.0) continue;
+            const uint vr = vb + (j0 + i) * p.v1;
+            for (uint r = 0u; r < 8u; ++r) {
+                const uint e = t + 64u * r;
+                if (e < p.Dv) acc[r] += w * load_c(tv, vr + e);
+            }
+        }
+        M = Mn;
         barrier();
     }
-    float f = 1.0;
     if (has_sinks) {
-        const float sk = f32[p.soff + h];
-        if (sk > m) {
-            f = exp(m - sk);
-            sum = sum * f + 1.0;
-        } else {
-            sum += exp(sk - m);
+        const float sk = load_s(0u, p.soff + h);
+        const float Mn = max(M, sk);
+        if (Mn != ninf) {
+            const float alpha = M == ninf ? 0.0 : exp(M - Mn);
+            S = S * alpha + exp(sk - Mn);
+            for (uint r = 0u; r < 8u; ++r) acc[r] *= alpha;
         }
     }
-    const float inv = sum > 0.0 ? f / sum : 0.0;
-    const uint db = p.doff + h * p.Dv + i1 * p.Dv * p.H + i3 * p.Dv * p.H * p.n_q;
-    for (uint r = 0u; r < 4u; ++r) {
-        const uint e = t + 128u * r;
-        if (e < p.Dv) d32[db + e] = acc[r] * inv;
+    const float inv = S > 0.0 ? 1.0 / S : 0.0;
+    const uint db = p.doff + ((i3 * p.nq + iq1) * p.H + h) * p.Dv;
+    for (uint r = 0u; r < 8u; ++r) {
+        const uint e = t + 64u * r;
+        if (e < p.Dv) store_d(0u, db + e, acc[r] * inv);
     }
 }
