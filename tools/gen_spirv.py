@@ -42,6 +42,7 @@ BASE_SHADERS = [
     ("mul_mat_tiled", "mul_mat.comp", ["-DTILED"]),
     ("mul_mat_id", "mul_mat.comp", ["-DMUL_MAT_ID"]),
     ("flash_attn", "flash_attn.comp", []),
+    ("quantize", "quantize.comp", []),
 ]
 SHADERS = [v for name, src, extra in BASE_SHADERS
            for v in ((name, src, extra), (name + "_f32only", src, [*extra, "-DTESSERA_F32_ONLY"]))]

@@ -365,6 +365,25 @@ TEST_CASE("Vulkan ops: get_rows (f32, f16, q4_0, q8_0 rows; out-of-range index) 
     }
 }
 
+TEST_CASE("Vulkan ops: quantizing cpy and set_rows into q4_0 and q8_0 equal the CPU's quantizer bit for bit") {
+    for (type_id q : {type_id::q4_0, type_id::q8_0}) {
+        CAPTURE(type_name(q));
+        // read back through get_rows (rows 0-6 in some order, and a -1: zeros) so the result is f32
+        check_close(run_op([q](const input_fn& in) {
+                        any_tensor c = graph::cast(graph::transpose(in({8, 64, 1, 1})), q);  // [64, 8] from a view
+                        return graph::get_rows(c, in({8, 1, 1, 1}, type_id::i32));
+                    }),
+                    0, 0);
+        for (type_id it : {type_id::i32, type_id::i64})
+            check_close(run_op([q, it](const input_fn& in) {
+                            any_tensor dst = in({96, 9, 1, 1}, q);
+                            any_tensor r = graph::set_rows(dst, in({96, 6, 1, 1}), in({6, 1, 1, 1}, it));
+                            return graph::get_rows(r, in({9, 1, 1, 1}, type_id::i32));
+                        }),
+                        0, 0);
+    }
+}
+
 TEST_CASE("Vulkan ops: rms_norm, norm, sum_rows, mean, argmax (rows longer and shorter than the workgroup, views)") {
     for (std::int64_t n : {1, 7, 128, 1000}) {
         CAPTURE(n);
@@ -442,8 +461,8 @@ TEST_CASE("Vulkan: supports_op refuses other ops by name, with the reason") {
     CHECK(d.supports_op(*graph::add(a, a).get()));
     CHECK(d.supports_op(*graph::mul_mat(a, a).get()));
     CHECK(d.supports_op(*graph::transpose(a).get()));  // views: nothing to compute
-    const std::string cc = vulkan_unsupported_reason(0, *graph::concat(a, a, 1).get());
-    CHECK(cc.find("op concat") != std::string::npos);
+    const std::string cc = vulkan_unsupported_reason(0, *graph::sum(a).get());
+    CHECK(cc.find("op sum") != std::string::npos);
     CHECK(cc.find("not implemented by the Vulkan device") != std::string::npos);
     CHECK(d.supports_op(*graph::rms_norm(a, 1e-5f).get()));
     CHECK(d.supports_op(*graph::soft_max_ext(a, any_tensor(), 1.0f).get()));
@@ -458,9 +477,9 @@ TEST_CASE("Vulkan: supports_op refuses other ops by name, with the reason") {
     CHECK(mm.find("q4_K or q6_K") != std::string::npos);
     CHECK_FALSE(d.supports_op(*graph::mul_mat(q5, a32).get()));
     // a refused type is named, with the role of the operand
-    any_tensor w = graph::new_tensor(ctx, type_id::f32, {32, 2, 1, 1}, "w");
-    const std::string cq = vulkan_unsupported_reason(0, *graph::cast(w, type_id::q8_0).get());
-    CHECK(cq.find("cpy: the result is q8_0") != std::string::npos);
+    any_tensor w = graph::new_tensor(ctx, type_id::f32, {256, 2, 1, 1}, "w");
+    const std::string cq = vulkan_unsupported_reason(0, *graph::cast(w, type_id::q4_K).get());
+    CHECK(cq.find("cpy: the result is q4_K, the Vulkan device quantizes into q4_0 and q8_0 only") != std::string::npos);
     any_tensor ix = graph::new_tensor(ctx, type_id::i32, {2, 1, 1, 1}, "ix");
     any_tensor k4 = graph::new_tensor(ctx, type_id::q4_K, {256, 2, 1, 1}, "k4");
     const std::string gq = vulkan_unsupported_reason(0, *graph::get_rows(k4, ix).get());
@@ -468,11 +487,11 @@ TEST_CASE("Vulkan: supports_op refuses other ops by name, with the reason") {
     CHECK(vulkan_unsupported_reason(0, *graph::add(a, a).get()).empty());
     // graph_compute says the same, and computes nothing
     graph::cgraph g;
-    any_tensor y = graph::concat(a, a, 1).set_name("y");
+    any_tensor y = graph::sum(a).set_name("y");
     g.build_forward_expand(y);
     std::vector<graph::node*> all{a.get(), y.get()};
     any_buffer buf = alloc_tensors(all, vulkan_buffer_type(0));
-    CHECK_THROWS_WITH_AS(vulkan_init(0).graph_compute(g), doctest::Contains("op concat is not implemented"), tessera::error);
+    CHECK_THROWS_WITH_AS(vulkan_init(0).graph_compute(g), doctest::Contains("op sum is not implemented"), tessera::error);
 }
 
 TEST_CASE("Vulkan: bad use gives a tessera error") {

@@ -40,11 +40,11 @@ namespace backend::vulkan {
 // 16-bit storage (f16/bf16 operands), used when the device has storageBuffer16BitAccess,
 // and an f32-only one (NAME_f32only) for devices without it.
 enum class shader_id : std::uint8_t {
-    eltwise, get_rows, set_rows, reduce, soft_max, rope, mul_mat_vec, mul_mat_tiled, mul_mat_id, flash_attn, count
+    eltwise, get_rows, set_rows, reduce, soft_max, rope, mul_mat_vec, mul_mat_tiled, mul_mat_id, flash_attn, quantize, count
 };
 
 inline constexpr std::uint32_t push_constant_bytes = 128;  // the minimum every device offers
-inline constexpr std::uint32_t max_bindings = 6;           // storage buffers per dispatch
+inline constexpr std::uint32_t max_bindings = 6;           // storage buffers per dispatch (at most)
 
 // A VkBuffer with its memory (and its mapping when host-visible).
 struct memory_block {
@@ -127,16 +127,18 @@ public:
                         (VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT);
         force_staging_ = env_is("TESSERA_VULKAN_STAGING", "1");
 
-        // one pipeline layout for every shader: max_bindings storage buffers and 128 bytes of push constants
+        // one pipeline layout for every shader: max_bindings storage buffers and 128 bytes of push
+        // constants (a device may offer fewer per stage, at least 4: the ops that need more refuse)
+        bindings_ = std::min(max_bindings, props_.limits.maxPerStageDescriptorStorageBuffers);
         std::array<VkDescriptorSetLayoutBinding, max_bindings> binds{};
-        for (std::uint32_t i = 0; i < max_bindings; ++i) {
+        for (std::uint32_t i = 0; i < bindings_; ++i) {
             binds[i].binding = i;
             binds[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
             binds[i].descriptorCount = 1;
             binds[i].stageFlags = VK_SHADER_STAGE_COMPUTE_BIT;
         }
         auto dli = make<VkDescriptorSetLayoutCreateInfo>(VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO);
-        dli.bindingCount = max_bindings;
+        dli.bindingCount = bindings_;
         dli.pBindings = binds.data();
         check(f.vkCreateDescriptorSetLayout(dev_, &dli, nullptr, &dsl_), "vkCreateDescriptorSetLayout");
         VkPushConstantRange pr{VK_SHADER_STAGE_COMPUTE_BIT, 0, push_constant_bytes};
@@ -168,8 +170,11 @@ public:
     VkPipelineLayout pipeline_layout() const noexcept { return layout_; }
     VkDescriptorSetLayout set_layout() const noexcept { return dsl_; }
     bool emulated() const noexcept { return props_.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU; }
-    // storageBuffer16BitAccess: shaders read and write f16 (and read bf16) operands.
+    // storageBuffer16BitAccess: shaders read and write f16 and bf16 operands.
     bool storage16() const noexcept { return storage16_; }
+    // The storage buffers of the pipeline layout (max_bindings, or fewer when the device's
+    // maxPerStageDescriptorStorageBuffers is lower).
+    std::uint32_t bindings() const noexcept { return bindings_; }
 
     // Bytes of the heap behind the device-local memory type.
     std::size_t heap_size() const noexcept { return static_cast<std::size_t>(mem_.memoryHeaps[mem_.memoryTypes[dev_type_].heapIndex].size); }
@@ -319,6 +324,7 @@ public:
             TESSERA_VK_SHADER_(mul_mat_tiled)
             TESSERA_VK_SHADER_(mul_mat_id)
             TESSERA_VK_SHADER_(flash_attn)
+            TESSERA_VK_SHADER_(quantize)
             default: fail(errc::invalid_argument, name_ + ": no such shader");
         }
 #undef TESSERA_VK_SHADER_
@@ -438,6 +444,7 @@ private:
     std::uint32_t dev_type_ = 0, host_type_ = 0;
     bool dev_mappable_ = false;
     bool storage16_ = false;
+    std::uint32_t bindings_ = max_bindings;
     std::atomic<bool> force_staging_{false};
     VkDescriptorSetLayout dsl_ = VK_NULL_HANDLE;
     VkPipelineLayout layout_ = VK_NULL_HANDLE;

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -93,7 +94,8 @@ public:
         check(f.vkAllocateDescriptorSets(c_.device(), &ai, &set), "vkAllocateDescriptorSets");
         std::array<VkDescriptorBufferInfo, max_bindings> infos{};
         std::array<VkWriteDescriptorSet, max_bindings> w{};
-        for (std::uint32_t i = 0; i < max_bindings; ++i) {
+        const std::uint32_t nb = c_.bindings();
+        for (std::uint32_t i = 0; i < nb; ++i) {
             const binding& x = b[i].buf ? b[i] : b[0];
             infos[i] = VkDescriptorBufferInfo{x.buf, x.offset, x.range};
             w[i] = make<VkWriteDescriptorSet>(VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET);
@@ -103,7 +105,7 @@ public:
             w[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
             w[i].pBufferInfo = &infos[i];
         }
-        f.vkUpdateDescriptorSets(c_.device(), max_bindings, w.data(), 0, nullptr);
+        f.vkUpdateDescriptorSets(c_.device(), nb, w.data(), 0, nullptr);
         f.vkCmdBindPipeline(cb_, VK_PIPELINE_BIND_POINT_COMPUTE, pipe);
         f.vkCmdBindDescriptorSets(cb_, VK_PIPELINE_BIND_POINT_COMPUTE, c_.pipeline_layout(), 0, 1, &set, 0, nullptr);
         f.vkCmdPushConstants(cb_, c_.pipeline_layout(), VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(Push), &p);
@@ -250,7 +252,7 @@ inline void binary_record(recorder& r, const node& d) {
     p.bne = u4(b.lay.ne);
     p.anb = strides(a, unit_of(a.lay.type));
     p.bnb = strides(b, unit_of(b.lay.type));
-    p.op = d.op == op_kind::add ? 0u : d.op == op_kind::sub ? 1u : d.op == op_kind::mul ? 2u : 3u;
+    p.op = d.op == op_kind::add || d.op == op_kind::add1 ? 0u : d.op == op_kind::sub ? 1u : d.op == op_kind::mul ? 2u : 3u;
     p.types = types3(a, b, d);
     const binding ba = r.bind(a, unit_of(a.lay.type)), bb = r.bind(b, unit_of(b.lay.type)), bd = r.bind(d, unit_of(d.lay.type));
     p.aoff = ba.first;
@@ -295,10 +297,109 @@ inline void scale_record(recorder& r, const node& d) {
     one_source_record(r, d, 4, sp.s, sp.b);
 }
 
+// ---- quantizing copies (shaders/quantize.comp): into q4_0 or q8_0 blocks ---------------------
+
+struct quantize_push {
+    std::array<std::uint32_t, 4> ne, anb, inb, ine, dnb;
+    std::uint32_t aoff, ioff, doff, ta, tq, mode, drows, i64;
+};
+static_assert(sizeof(quantize_push) == 112);
+
+inline bool quantized_dst(const node& d) { return d.lay.type == type_id::q4_0 || d.lay.type == type_id::q8_0; }
+// the destination's blocks: contiguous along its rows, whole
+inline std::string blocks_ok(const node& d, const context& c) {
+    if (std::string why = operand_ok(d, c, "the destination", {type_id::q4_0, type_id::q8_0}); !why.empty()) return why;
+    if (d.lay.nb[0] != static_cast<std::size_t>(type_size(d.lay.type)) || d.lay.ne[0] % 32)
+        return "the destination's " + type_str(d) + " blocks are not contiguous along its rows";
+    return {};
+}
+// src: the source (rows of whole blocks); ix: the indices of set_rows, or null (a copy)
+inline void quantize_record(recorder& r, const node& d, const node& src, const node* ix) {
+    quantize_push p{};
+    p.ne = u4(src.lay.ne);
+    p.anb = strides(src, unit_of(src.lay.type));
+    p.dnb = strides(d, 2);
+    p.ta = code_of(src.lay.type);
+    p.tq = code_of(d.lay.type);
+    p.drows = static_cast<std::uint32_t>(d.lay.ne[1]);
+    const binding ba = r.bind(src, unit_of(src.lay.type)), bd = r.bind(d, 2);
+    binding bi = ba;
+    if (ix) {
+        bi = r.bind(*ix, 4);
+        p.inb = strides(*ix, 4);
+        p.ine = u4(ix->lay.ne);
+        p.mode = 1;
+        p.i64 = ix->lay.type == type_id::i64 ? 1u : 0u;
+        p.ioff = bi.first;
+    }
+    p.aoff = ba.first;
+    p.doff = bd.first;
+    r.dispatch(shader_id::quantize, {ba, bi, bd}, p, static_cast<std::uint64_t>(src.lay.nelements() / 32), 64);
+}
+
 // cpy (src0 into src1's view), dup, cont: ggml's cpy, element k to element k in the
-// row-major traversals of both shapes; f32/f16/bf16/i32 each way (float to i32 truncates)
-inline std::string copy_supports(const node& d, const context& c) { return one_source(d, c, false, copy_types, copy_types); }
-inline void copy_record(recorder& r, const node& d) { one_source_record(r, d, 5); }
+// row-major traversals of both shapes; f32/f16/bf16/i32 each way (float to i32
+// truncates); into q4_0/q8_0 from a float source of the same shape (quantize.comp)
+inline std::string copy_supports(const node& d, const context& c) {
+    if (quantized_dst(d)) {
+        const node* a = d.src[0];
+        if (!a) return "needs a source";
+        if (std::string why = operand_ok(*a, c, "src0", float_in); !why.empty()) return why;
+        if (std::string why = blocks_ok(d, c); !why.empty()) return why;
+        if (a->lay.ne != d.lay.ne) return "a copy into " + type_str(d) + " needs src0 of the result's shape";
+        return {};
+    }
+    if (is_quantized(d.lay.type)) return "the result is " + type_str(d) + ", the Vulkan device quantizes into q4_0 and q8_0 only";
+    return one_source(d, c, false, copy_types, copy_types);
+}
+inline void copy_record(recorder& r, const node& d) {
+    if (quantized_dst(d)) return quantize_record(r, d, *d.src[0], nullptr);
+    one_source_record(r, d, 5);
+}
+
+// repeat: d = a tiled (a's extents divide d's)
+inline std::string repeat_supports(const node& d, const context& c) {
+    if (!d.src[0]) return "needs a source";
+    const node& a = *d.src[0];
+    if (std::string why = operands_ok(c, {{&a, "src0"}, {&d, "the result"}}, copy_types); !why.empty()) return why;
+    if (a.lay.type != d.lay.type) return "src0 and the result differ in type";
+    for (std::size_t i = 0; i < 4; ++i)
+        if (a.lay.ne[i] == 0 || d.lay.ne[i] % a.lay.ne[i]) return "src0 does not tile the result";
+    return {};
+}
+inline void repeat_record(recorder& r, const node& d) { one_source_record(r, d, 7); }
+
+// concat along dim: a, then b
+inline std::string concat_supports(const node& d, const context& c) {
+    const node* a = d.src[0];
+    const node* b = d.src[1];
+    if (!a || !b) return "needs two sources";
+    if (std::string why = operands_ok(c, {{a, "src0"}, {b, "src1"}, {&d, "the result"}}, copy_types); !why.empty()) return why;
+    if (a->lay.type != d.lay.type || b->lay.type != d.lay.type) return "src0, src1 and the result differ in type";
+    const int dim = d.param<graph::concat_params>().dim;
+    if (dim < 0 || dim > 3) return "dim is not 0..3";
+    for (std::size_t i = 0; i < 4; ++i) {
+        const std::int64_t want = a->lay.ne[i] + (static_cast<int>(i) == dim ? b->lay.ne[i] : 0);
+        if (d.lay.ne[i] != want || (static_cast<int>(i) != dim && b->lay.ne[i] != a->lay.ne[i])) return "shapes do not concatenate";
+    }
+    return {};
+}
+inline void concat_record(recorder& r, const node& d) {
+    const node& a = *d.src[0];
+    const node& b = *d.src[1];
+    eltwise_push p{};
+    p.ne = u4(d.lay.ne);
+    p.bne = u4(a.lay.ne);
+    p.anb = strides(a, unit_of(a.lay.type));
+    p.bnb = strides(b, unit_of(b.lay.type));
+    p.op = 8;
+    p.types = types3(a, b, d);
+    p.s = std::bit_cast<float>(static_cast<std::int32_t>(d.param<graph::concat_params>().dim));
+    const binding ba = r.bind(a, unit_of(a.lay.type)), bb = r.bind(b, unit_of(b.lay.type)), bd = r.bind(d, unit_of(d.lay.type));
+    p.aoff = ba.first;
+    p.boff = bb.first;
+    eltwise_dispatch(r, d, p, ba, bb, bd);
+}
 
 // unary: every one of ggml's unary ops (eltwise.comp's op 16 + its index; xielu with its
 // four factors); sqr, sqrt, log, sin, cos, clamp, leaky_relu: eltwise.comp's ops 48..54
@@ -320,8 +421,15 @@ inline void math_record(recorder& r, const node& d) {
         case op_kind::sin: one_source_record(r, d, 51); break;
         case op_kind::cos: one_source_record(r, d, 52); break;
         case op_kind::clamp: one_source_record(r, d, 53, d.param<graph::clamp_params>().min, d.param<graph::clamp_params>().max); break;
+        case op_kind::fill: one_source_record(r, d, 55, d.param<graph::fill_params>().value); break;
         default: one_source_record(r, d, 54, d.param<graph::leaky_relu_params>().slope); break;  // leaky_relu
     }
+}
+
+// diag_mask_inf, diag_mask_zero: eltwise.comp's op 6
+inline void diag_mask_record(recorder& r, const node& d) {
+    const float n_past = std::bit_cast<float>(static_cast<std::int32_t>(d.param<graph::diag_mask_params>().n_past));
+    one_source_record(r, d, 6, n_past, d.op == op_kind::diag_mask_inf ? 1.f : 0.f);
 }
 
 // glu: d = act(x) * g with x, g = src0, src1, or (one source) the two halves of src0's
@@ -428,7 +536,13 @@ inline std::string set_rows_supports(const node& d, const context& c) {
     if (!b || !ix) return "needs rows and indices";
     if (std::string why = operand_ok(*b, c, "src0", float_in); !why.empty()) return why;
     if (std::string why = operand_ok(*ix, c, "the indices", {type_id::i32, type_id::i64}); !why.empty()) return why;
-    if (std::string why = operand_ok(d, c, "the destination", float_out); !why.empty()) return why;
+    if (quantized_dst(d)) {
+        if (std::string why = blocks_ok(d, c); !why.empty()) return why;
+    } else if (is_quantized(d.lay.type)) {
+        return "the destination is " + type_str(d) + ", the Vulkan device quantizes into q4_0 and q8_0 only";
+    } else if (std::string why = operand_ok(d, c, "the destination", float_out); !why.empty()) {
+        return why;
+    }
     if (b->lay.ne[0] != d.lay.ne[0] || b->lay.ne[2] != d.lay.ne[2] || b->lay.ne[3] != d.lay.ne[3] || ix->lay.ne[0] != b->lay.ne[1] ||
         ix->lay.ne[1] == 0 || ix->lay.ne[2] == 0 || b->lay.ne[2] % ix->lay.ne[1] || b->lay.ne[3] % ix->lay.ne[2])
         return "shapes of the rows, indices and destination do not match";
@@ -437,6 +551,7 @@ inline std::string set_rows_supports(const node& d, const context& c) {
 inline void set_rows_record(recorder& r, const node& d) {
     const node& b = *d.src[0];
     const node& ix = *d.src[1];
+    if (quantized_dst(d)) return quantize_record(r, d, b, &ix);
     set_rows_push p{};
     p.ne = u4(b.lay.ne);
     p.anb = strides(b, unit_of(b.lay.type));
@@ -479,7 +594,7 @@ inline std::string reduce_supports(const node& d, const context& c) {
             if (d.lay.ne[0] != 1 || d.lay.ne[1] != an[1] || d.lay.ne[2] != an[2] || d.lay.ne[3] != an[3])
                 return "the result is not one value per row of src0";
             return {};
-        default:  // rms_norm, norm
+        default:  // rms_norm, norm, l2_norm
             if (std::string why = operand_ok(d, c, "the result", float_out); !why.empty()) return why;
             if (d.lay.ne != an) return "src0's shape differs from the result's";
             return {};
@@ -496,9 +611,10 @@ inline void reduce_record(recorder& r, const node& d) {
         case op_kind::norm: p.op = 1; break;
         case op_kind::sum_rows: p.op = 2; break;
         case op_kind::mean: p.op = 3; break;
+        case op_kind::l2_norm: p.op = 5; break;
         default: p.op = 4; break;  // argmax
     }
-    if (p.op < 2) p.eps = d.param<graph::norm_params>().eps;
+    if (p.op < 2 || p.op == 5) p.eps = d.param<graph::norm_params>().eps;
     p.types = code_of(a.lay.type) | code_of(d.lay.type) << 8;
     const binding ba = r.bind(a, unit_of(a.lay.type)), bd = r.bind(d, unit_of(d.lay.type));
     p.aoff = ba.first;
@@ -785,6 +901,8 @@ inline std::string flash_attn_supports(const node& d, const context& c) {
     const node* m = d.src[3];
     const node* sinks = d.src[4];
     if (!q || !k || !v) return "needs q, k and v";
+    if (c.bindings() < 6)
+        return "needs 6 storage buffers per shader stage, " + c.name() + " offers " + std::to_string(c.bindings());
     if (std::string why = operand_ok(*q, c, "q", {type_id::f32}); !why.empty()) return why;
     if (std::string why = operands_ok(c, {{k, "k"}, {v, "v"}}, float_in); !why.empty()) return why;
     if (std::string why = operand_ok(d, c, "the result", {type_id::f32}); !why.empty()) return why;
@@ -862,13 +980,14 @@ struct op_entry {
 // sizes of src0, src1 and the result, 4 for f32, 2 for f16 and bf16) and flops; a
 // broadcast operand is counted as read once per element (a GPU serves the repeats from
 // cache). docs/backends.md lists the same.
-inline const std::array<op_entry, 30>& op_table() {
+inline const std::array<op_entry, 37>& op_table() {
     using namespace detail_ops;
-    static const std::array<op_entry, 30> t{{
+    static const std::array<op_entry, 37> t{{
         {op_kind::add, binary_supports, binary_record, {"sa + sb + sd", "1"}},
         {op_kind::sub, binary_supports, binary_record, {"sa + sb + sd", "1"}},
         {op_kind::mul, binary_supports, binary_record, {"sa + sb + sd", "1"}},
         {op_kind::div, binary_supports, binary_record, {"sa + sb + sd", "1"}},
+        {op_kind::add1, binary_supports, binary_record, {"sa + sd (b: one element)", "1"}},
         {op_kind::scale, scale_supports, scale_record, {"sa + sd", "2"}},
         {op_kind::unary, unary_supports, unary_record, {"sa + sd", "1 (relu, neg, abs) to ~20 (gelu, gelu_erf)"}},
         {op_kind::sqr, math_supports, math_record, {"sa + sd", "1"}},
@@ -878,14 +997,21 @@ inline const std::array<op_entry, 30>& op_table() {
         {op_kind::cos, math_supports, math_record, {"sa + sd", "1 (a special function)"}},
         {op_kind::clamp, math_supports, math_record, {"sa + sd", "2"}},
         {op_kind::leaky_relu, math_supports, math_record, {"sa + sd", "2"}},
+        {op_kind::fill, math_supports, math_record, {"sd", "0"}},
+        {op_kind::diag_mask_inf, math_supports, diag_mask_record, {"sa + sd", "1"}},
+        {op_kind::diag_mask_zero, math_supports, diag_mask_record, {"sa + sd", "1"}},
         {op_kind::glu, glu_supports, glu_record, {"2 sa + sd (one source: its two halves)", "~5 (reglu) to ~25 (geglu_erf)"}},
-        {op_kind::cpy, copy_supports, copy_record, {"sa + sd", "0"}},
+        {op_kind::cpy, copy_supports, copy_record, {"sa + sd (sd of q4_0 18/32, q8_0 34/32)", "0 (~4 quantizing)"}},
         {op_kind::dup, copy_supports, copy_record, {"sa + sd", "0"}},
         {op_kind::cont, copy_supports, copy_record, {"sa + sd", "0"}},
+        {op_kind::repeat, repeat_supports, repeat_record, {"sa + sd", "0"}},
+        {op_kind::concat, concat_supports, concat_record, {"sa + sd", "0"}},
         {op_kind::get_rows, get_rows_supports, get_rows_record, {"sa + 4 (its index) + 4; q4_0 18/32, q8_0 34/32 for sa", "0 (1 quantized)"}},
-        {op_kind::set_rows, set_rows_supports, set_rows_record, {"sa + 4 (or 8, its index) + sd, per element of src0", "0"}},
+        {op_kind::set_rows, set_rows_supports, set_rows_record,
+         {"sa + 4 (or 8, its index) + sd, per element of src0 (sd of q4_0 18/32, q8_0 34/32)", "0 (~4 quantizing)"}},
         {op_kind::rms_norm, reduce_supports, reduce_record, {"2 sa + sd (the row is read twice)", "3"}},
         {op_kind::norm, reduce_supports, reduce_record, {"3 sa + sd", "5"}},
+        {op_kind::l2_norm, reduce_supports, reduce_record, {"2 sa + sd", "3"}},
         {op_kind::sum_rows, reduce_supports, reduce_record, {"ne0 sa + sd", "ne0"}},
         {op_kind::mean, reduce_supports, reduce_record, {"ne0 sa + sd", "ne0 + 1"}},
         {op_kind::argmax, reduce_supports, reduce_record, {"ne0 sa + 4", "ne0 (compares)"}},

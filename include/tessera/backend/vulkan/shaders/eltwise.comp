@@ -7,7 +7,13 @@
 //             extents (ne) and a's (bne): ggml's cpy / dup / cont (i32 to i32 bit-exact)
 //   op 16 + u unary op u in ggml's unary order (abs 0 ... trunc 21; xielu 17 takes
 //             alpha_n = s, alpha_p = t, beta = u, eps = w)
-//   op 48..54 sqr, sqrt, log, sin, cos, clamp (min s, max t), leaky_relu (slope s)
+//   op 7      repeat: d = a[i % bne] (bne: a's extents)
+//   op 8      concat along dim (the bits of s): d = a where i[dim] < bne[dim] (a's
+//             extents), else b at i[dim] - bne[dim]
+//   (5, 7, 8: i32 to i32 as the bits)
+//   op 6      diag_mask: d = a, but -inf (t = 1) or 0 (t = 0) where i0 > n_past + i1
+//             (n_past: the bits of s, an int)
+//   op 48..55 sqr, sqrt, log, sin, cos, clamp (min s, max t), leaky_relu (slope s), fill (s)
 //   op 64 + g gated unit g (reglu 0, geglu 1, swiglu 2, swiglu_oai 3, geglu_erf 4,
 //             geglu_quick 5): d = act(a) * b; the one-tensor form binds the same tensor
 //             twice with the two halves' offsets; swiglu_oai takes alpha = s, limit = t
@@ -91,6 +97,7 @@ float unary(uint u, float x) {
         case 16u + 20u: return cos(x);
         case 16u + 21u: return x < p.s ? p.s : (x > p.t ? p.t : x);
         case 16u + 22u: return x > 0.0 ? x : p.s * x;
+        case 16u + 23u: return p.s;
     }
     return x;
 }
@@ -116,17 +123,31 @@ void main() {
     const uint ta = p.types & 15u, tb = (p.types >> 4) & 15u, td = (p.types >> 8) & 15u;
     const uvec4 i = unravel(idx, p.ne);
     float v;
-    if (p.op == 5u) {
-        const uint ia = p.aoff + at(unravel(idx, p.bne), p.anb);
+    if (p.op == 5u || p.op == 7u || p.op == 8u) {
+        bool from_b = false;
+        uint ia;
+        if (p.op == 5u) {
+            ia = p.aoff + at(unravel(idx, p.bne), p.anb);
+        } else if (p.op == 7u) {
+            ia = p.aoff + at(i % p.bne, p.anb);
+        } else {
+            const uint dim = uint(floatBitsToInt(p.s));
+            uvec4 j = i;
+            from_b = j[dim] >= p.bne[dim];
+            if (from_b) j[dim] -= p.bne[dim];
+            ia = from_b ? p.boff + at(j, p.bnb) : p.aoff + at(j, p.anb);
+        }
         if (ta == 3u && td == 3u) {  // i32 to i32: the bits, not through f32
-            di32[p.doff + at(i, p.dnb)] = ai32[ia];
+            di32[p.doff + at(i, p.dnb)] = from_b ? bi32[ia] : ai32[ia];
             return;
         }
-        v = load_a(ta, ia);
+        v = from_b ? load_b(tb, ia) : load_a(ta, ia);
     } else {
         const float x = load_a(ta, p.aoff + at(i, p.anb));
         if (p.op == 4u) {
             v = x * p.s + p.t;
+        } else if (p.op == 6u) {
+            v = int(i.x) > floatBitsToInt(p.s) + int(i.y) ? (p.t != 0.0 ? -1.0 / 0.0 : 0.0) : x;
         } else if (p.op >= 64u) {
             v = glu(p.op - 64u, x, load_b(tb, p.boff + at(i, p.bnb)));
         } else if (p.op >= 16u) {  // unary, and the ops 48..54

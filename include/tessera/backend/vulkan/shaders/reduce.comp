@@ -7,6 +7,7 @@
 //   op 3 mean      d[0, row] = sum(x) / ne0
 //   op 4 argmax    d[row] = the index of the largest x (ties: the lowest), i32; as the
 //                  CPU's scan, NaNs never win, and a NaN first element gives 0
+//   op 5 l2_norm   d = x / max(sqrt(sum(x^2)), eps)
 layout(local_size_x = 128) in;
 #include "common.glsl"
 layout(push_constant) uniform P {
@@ -73,15 +74,17 @@ void main() {
     float s = 0.0;
     for (uint j = t; j < n; j += 128u) {
         const float x = load_a(ta, ab + j * p.anb.x);
-        s += p.op == 0u ? x * x : x;
+        s += p.op == 0u || p.op == 5u ? x * x : x;
     }
     s = workgroup_sum(s);
-    if (p.op >= 2u) {
+    if (p.op == 2u || p.op == 3u) {
         if (t == 0u) store_d(td, db, p.op == 3u ? s / float(n) : s);
         return;
     }
     float mean = 0.0, sc;
-    if (p.op == 0u) {
+    if (p.op == 5u) {
+        sc = 1.0 / max(sqrt(s), p.eps);
+    } else if (p.op == 0u) {
         sc = 1.0 / sqrt(s / float(n) + p.eps);
     } else {
         mean = s / float(n);
