@@ -17,6 +17,7 @@
 #include <string_view>
 #include <vector>
 
+#include "tessera/backend/vulkan.hpp"  // --device vulkan (registry::global() lists the devices a program includes)
 #include "tessera/models/llama.hpp"
 #include "tessera/models/random.hpp"
 #include "tessera/models/sampling.hpp"

@@ -10,7 +10,10 @@
 #include <string>
 #include <vector>
 
-#include "tessera/backend/all.hpp"
+#include "tessera/backend/cpu.hpp"
+#include "tessera/backend/reference.hpp"
+#include "tessera/backend/scheduler.hpp"
+#include "tessera/backend/utils.hpp"
 #include "tessera/graph/all.hpp"
 
 namespace blocktest {

@@ -7,6 +7,7 @@
 
 #include "harness.hpp"
 #include "tessera/backend/registry.hpp"
+#include "tessera/backend/vulkan.hpp"  // the Vulkan family joins registry::global() when included
 
 namespace {
 

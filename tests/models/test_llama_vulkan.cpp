@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "model_data.hpp"
+#include "tessera/backend/vulkan.hpp"
 #include "tessera/models/llama.hpp"
 #include "tessera/models/sampling.hpp"
 

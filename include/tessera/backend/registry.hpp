@@ -2,9 +2,12 @@
 // the registered backend families and their devices, found by index, name (case
 // insensitive) or type, and backends initialized from them. The CPU family is always
 // registered, and stays last (ggml's order: other backends first, CPU last). The
-// process-wide registry also lists the Vulkan family when tessera is built with it
-// (TESSERA_VULKAN) and the loader finds a device; a registry() made by the user holds
-// only what it is given.
+// process-wide registry also lists the families whose headers add a source of
+// themselves (detail::add_family_source): backend/vulkan.hpp does, when tessera is built
+// with Vulkan (TESSERA_VULKAN) and the loader finds a device. So a program gets the
+// Vulkan family by including backend/vulkan.hpp (or backend/all.hpp) in some unit, and
+// units that include only this header do not compile the Vulkan device. A registry()
+// made by the user holds only what it is given.
 #pragma once
 
 #include <algorithm>
@@ -16,7 +19,6 @@
 
 #include "tessera/backend/any.hpp"
 #include "tessera/backend/cpu.hpp"
-#include "tessera/backend/vulkan.hpp"
 #include "tessera/config.hpp"
 #include "tessera/core/error.hpp"
 
@@ -29,6 +31,22 @@ inline bool iequal(std::string_view a, std::string_view b) noexcept {
                return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
            });
 }
+// Families that join registry::global() when their header is part of the program: each
+// source returns its family, or an empty handle when it has no device here.
+using family_source = any_reg (*)();
+inline std::vector<family_source>& family_sources() {
+    static std::vector<family_source> v;
+    return v;
+}
+inline std::mutex& family_sources_mutex() {
+    static std::mutex m;
+    return m;
+}
+inline bool add_family_source(family_source f) {
+    std::lock_guard<std::mutex> lk(family_sources_mutex());
+    family_sources().push_back(f);
+    return true;
+}
 }  // namespace detail
 
 class registry {
@@ -36,14 +54,11 @@ public:
     // The process-wide registry.
     static registry& global() {
         static registry r;
-#if defined(TESSERA_VULKAN) && TESSERA_VULKAN
-        // (the first call opens the Vulkan loader: 0.1-0.2 s; TESSERA_VULKAN=0 skips it)
-        static const bool vulkan_once = [] {
-            if (vulkan_reg().device_count() > 0) r.register_backend(vulkan_reg());
-            return true;
-        }();
-        (void)vulkan_once;
-#endif
+        static std::size_t applied = 0;  // family sources asked so far
+        std::lock_guard<std::mutex> lk(detail::family_sources_mutex());
+        const auto& src = detail::family_sources();
+        for (; applied < src.size(); ++applied)  // (Vulkan's first ask opens the loader: 0.1-0.2 s)
+            if (const any_reg g = src[applied]()) r.register_backend(g);
         return r;
     }
     registry() { regs_.push_back(cpu_reg()); }

@@ -5,10 +5,11 @@
 // on when the Vulkan headers are found); without it this header declares nothing.
 //
 //   vulkan_reg()                 "Vulkan": device_count() and device(i); registry::global()
-//                                registers it when a device exists (a fresh registry() does not)
+//                                registers it when a device exists and this header is part of the
+//                                program (a fresh registry() does not)
 //   vulkan_device(i)             "Vulkan<i>": type gpu, memory of its device-local heap,
-//                                caps {async, host_buffer, events}; supports_op refuses every op
-//                                but add/sub/mul/div/scale/mul_mat in f32, saying why
+//                                caps {async, host_buffer, events}; supports_op: the op table of
+//                                backend/vulkan/ops.hpp, every other op refused by name
 //   vulkan_buffer_type(i)        device-local memory; base() is an inaccessible address range
 //                                (PROT_NONE), tensor I/O goes through the device
 //   vulkan_host_buffer_type(i)   "Vulkan<i>_Host": host-visible memory, mapped (is_host)
@@ -40,6 +41,7 @@
 #include <vector>
 
 #include "tessera/backend/any.hpp"
+#include "tessera/backend/registry.hpp"
 #include "tessera/backend/vulkan/context.hpp"
 #include "tessera/backend/vulkan/loader.hpp"
 #include "tessera/backend/vulkan/ops.hpp"
@@ -569,6 +571,14 @@ inline any_reg vulkan_reg() {
 }
 // A stream on device i.
 inline any_backend vulkan_init(std::size_t i = 0) { return vulkan_device(i).init_backend(); }
+
+
+namespace detail {
+// registry::global() lists the Vulkan family in every program that includes this header
+// (registry.hpp itself does not, so units without Vulkan do not compile it).
+inline any_reg vulkan_family_source() { return vulkan_reg().device_count() > 0 ? vulkan_reg() : any_reg{}; }
+[[maybe_unused]] inline const bool vulkan_family_added = add_family_source(&vulkan_family_source);
+}  // namespace detail
 
 }  // namespace backend
 TESSERA_END_NAMESPACE

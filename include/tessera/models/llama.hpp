@@ -34,7 +34,11 @@
 #include <thread>
 #include <vector>
 
-#include "tessera/backend/all.hpp"
+#include "tessera/backend/any.hpp"
+#include "tessera/backend/cpu.hpp"
+#include "tessera/backend/registry.hpp"  // (the devices a program includes: backend/vulkan.hpp adds Vulkan)
+#include "tessera/backend/scheduler.hpp"
+#include "tessera/backend/utils.hpp"
 #include "tessera/config.hpp"
 #include "tessera/core/error.hpp"
 #include "tessera/gguf/reader.hpp"
