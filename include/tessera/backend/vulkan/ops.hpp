@@ -818,23 +818,33 @@ inline std::string mul_mat_supports(const node& d, const context& c) {
     if (an[2] == 0 || an[3] == 0 || bn[2] % an[2] || bn[3] % an[3]) return "src0 does not broadcast over src1's dims 2 and 3";
     return {};
 }
+// What mul_mat and mul_mat_id set alike: extents, strides, K, types, the three bindings.
+struct mul_mat_setup {
+    mul_mat_push p{};
+    binding ba, bb, bd;
+};
+inline mul_mat_setup mul_mat_common(recorder& r, const node& a, const node& b, const node& d) {
+    mul_mat_setup m;
+    const std::size_t ua = unit_of(a.lay.type), ub = unit_of(b.lay.type);
+    m.p.ne = u4(d.lay.ne);
+    m.p.anb = strides(a, ua);
+    m.p.bnb = strides(b, ub);
+    m.p.dnb = strides(d, 4);
+    m.p.K = static_cast<std::uint32_t>(a.lay.ne[0]);
+    m.p.types = code_of(a.lay.type) | code_of(b.lay.type) << 4;
+    m.ba = r.bind(a, ua), m.bb = r.bind(b, ub), m.bd = r.bind(d, 4);
+    m.p.aoff = m.ba.first;
+    m.p.boff = m.bb.first;
+    m.p.doff = m.bd.first;
+    return m;
+}
+
 inline void mul_mat_record(recorder& r, const node& d) {
     const node& a = *d.src[0];
     const node& b = *d.src[1];
-    mul_mat_push p{};
-    const std::size_t ua = unit_of(a.lay.type), ub = unit_of(b.lay.type);
-    p.ne = u4(d.lay.ne);
-    p.anb = strides(a, ua);
-    p.bnb = strides(b, ub);
-    p.dnb = strides(d, 4);
-    p.K = static_cast<std::uint32_t>(a.lay.ne[0]);
+    auto [p, ba, bb, bd] = mul_mat_common(r, a, b, d);
     p.r2 = static_cast<std::uint32_t>(b.lay.ne[2] / a.lay.ne[2]);
     p.r3 = static_cast<std::uint32_t>(b.lay.ne[3] / a.lay.ne[3]);
-    p.types = code_of(a.lay.type) | code_of(b.lay.type) << 4;
-    const binding ba = r.bind(a, ua), bb = r.bind(b, ub), bd = r.bind(d, 4);
-    p.aoff = ba.first;
-    p.boff = bb.first;
-    p.doff = bd.first;
     const auto& n = d.lay.ne;
     if (n[1] < mul_mat_tiled_min_cols) {
         r.dispatch(shader_id::mul_mat_vec, {ba, bb, bd}, p, static_cast<std::uint64_t>(d.lay.nelements()) * 64, 64);
@@ -862,22 +872,12 @@ inline void mul_mat_id_record(recorder& r, const node& d) {
     const node& a = *d.src[0];
     const node& b = *d.src[1];
     const node& ids = *d.src[2];
-    mul_mat_push p{};
-    const std::size_t ua = unit_of(a.lay.type), ub = unit_of(b.lay.type);
-    p.ne = u4(d.lay.ne);
-    p.anb = strides(a, ua);
-    p.bnb = strides(b, ub);
-    p.dnb = strides(d, 4);
-    p.K = static_cast<std::uint32_t>(a.lay.ne[0]);
+    auto [p, ba, bb, bd] = mul_mat_common(r, a, b, d);
     p.r2 = static_cast<std::uint32_t>(a.lay.ne[2]);  // experts
     p.r3 = static_cast<std::uint32_t>(b.lay.ne[1]);
-    p.types = code_of(a.lay.type) | code_of(b.lay.type) << 4;
     p.inb0 = static_cast<std::uint32_t>(ids.lay.nb[0] / 4);
     p.inb1 = static_cast<std::uint32_t>(ids.lay.nb[1] / 4);
-    const binding ba = r.bind(a, ua), bb = r.bind(b, ub), bd = r.bind(d, 4), bi = r.bind(ids, 4);
-    p.aoff = ba.first;
-    p.boff = bb.first;
-    p.doff = bd.first;
+    const binding bi = r.bind(ids, 4);
     p.ioff = bi.first;
     r.dispatch(shader_id::mul_mat_id, {ba, bb, bd, bi}, p, static_cast<std::uint64_t>(d.lay.nelements()) * 64, 64);
 }
