@@ -3,6 +3,7 @@
 #pragma once
 
 #include "tessera/graph/allocate.hpp"
+#include "tessera/graph/autodiff.hpp"
 #include "tessera/graph/context.hpp"
 #include "tessera/graph/graph.hpp"
 #include "tessera/graph/node.hpp"

@@ -117,6 +117,14 @@ public:
         n_->flags |= flag_param;
         return *this;
     }
+    // The scalar a graph's gradients are taken of (graph/autodiff.hpp): an f32 tensor of one element.
+    const tensor& set_loss() const
+        requires std::same_as<T, float>
+    {
+        if (n_->lay.nelements() != 1) fail(errc::shape_mismatch, "set_loss: " + detail::shape_string(n_) + " is not a scalar");
+        n_->flags |= flag_loss;
+        return *this;
+    }
 
     // A typed view of the tensor's bytes (after allocation).
     tensor_view<T, static_cast<std::size_t>(Rank)> data() const {
@@ -198,6 +206,12 @@ public:
     }
     const any_tensor& set_param() const noexcept {  // a trainable parameter (optimizer steps update it)
         n_->flags |= flag_param;
+        return *this;
+    }
+    const any_tensor& set_loss() const {  // the f32 scalar a graph's gradients are taken of
+        if (!n_ || n_->lay.type != type_id::f32 || n_->lay.nelements() != 1)
+            fail(errc::shape_mismatch, "set_loss: " + (n_ ? detail::shape_string(n_) : std::string("empty handle")) + " is not an f32 scalar");
+        n_->flags |= flag_loss;
         return *this;
     }
 

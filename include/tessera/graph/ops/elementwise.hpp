@@ -232,6 +232,10 @@ template <float_element T, int R>
 tensor<T, R> fill_inplace(tensor<T, R> a, float v) {
     return tensor<T, R>(detail::unary(op_kind::fill, fill_params{v}, a.get(), true));
 }
+inline any_tensor fill(any_tensor a, float v) { return any_tensor(detail::unary(op_kind::fill, fill_params{v}, a.get(), false)); }
+inline any_tensor fill_inplace(any_tensor a, float v) {
+    return any_tensor(detail::unary(op_kind::fill, fill_params{v}, a.get(), true));
+}
 
 // ---- gated linear units ---------------------------------------------------------------------
 // Single-tensor form: a row of 2n gives n: act(first half) * second half, or with
