@@ -423,7 +423,7 @@ inline void backward_builder::apply(node* y, node* g, const std::function<bool(c
             if (na) contribute(a, diag_mask_zero(A(g), y->param<diag_mask_params>().n_past).get());
             return;
         case op_kind::im2col:
-            refuse_src(0, "kernel (it only gives im2col its shape)");
+            // the kernel (src 0) only gives im2col its shape: no gradient flows to it here
             if (nb) contribute(b, im2col_back(A(g), A(a), b->lay.ne, y->param<conv_params>()).get());
             return;
         case op_kind::pool_2d:
