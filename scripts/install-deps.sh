@@ -4,7 +4,10 @@
 # data the tokenizer tables are generated from, and for the Vulkan device its headers
 # (libvulkan-dev, which brings the loader), Mesa's drivers (lavapipe, a Vulkan device on
 # the CPU, which CI tests on), glslc (regenerates the committed SPIR-V) and the Khronos
-# validation layer (one test run under it). Uses sudo when not root.
+# validation layer (one test run under it), and for the MNIST training example zlib's
+# headers (zlib1g-dev: mnist_io.hpp gunzips the data) and Fashion-MNIST
+# (dataset-fashion-mnist, in /usr/share/datasets/fashion-mnist; the mnist_data test skips
+# without it). Uses sudo when not root.
 set -euo pipefail
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
@@ -13,5 +16,6 @@ $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends \
     meson ninja-build g++ clang libclang-rt-dev pkg-config python3 binutils \
     libxsimd-dev doctest-dev libbenchmark-dev unicode-data ca-certificates git \
-    libvulkan-dev mesa-vulkan-drivers glslc vulkan-validationlayers >/dev/null
+    libvulkan-dev mesa-vulkan-drivers glslc vulkan-validationlayers \
+    zlib1g-dev dataset-fashion-mnist >/dev/null
 echo "tessera: build dependencies installed"
