@@ -25,7 +25,7 @@ namespace mnist {
 using namespace tessera;
 
 inline constexpr std::int64_t n_pixels = 28 * 28;
-inline constexpr std::int64_t n_classes = 10;
+inline constexpr std::int64_t n_outputs = 10;  // classes
 
 struct model {
     std::string arch;  // "fc" or "cnn"
@@ -47,8 +47,8 @@ struct model {
         if (arch == "fc") {
             auto w1 = param("fc1.weight", {n_pixels, 500, 1, 1});
             auto b1 = param("fc1.bias", {500, 1, 1, 1});
-            auto w2 = param("fc2.weight", {500, n_classes, 1, 1});
-            auto b2 = param("fc2.bias", {n_classes, 1, 1, 1});
+            auto w2 = param("fc2.weight", {500, n_outputs, 1, 1});
+            auto b2 = param("fc2.bias", {n_outputs, 1, 1, 1});
             any_tensor x = new_tensor(ctx, type_id::f32, {n_pixels, batch, 1, 1}, "images");
             any_tensor h = relu(add(mul_mat(w1, x), b1));
             logits = add(mul_mat(w2, h), b2).get();
@@ -58,8 +58,8 @@ struct model {
             auto b1 = param("conv1.bias", {1, 1, 8, 1});
             auto k2 = param("conv2.kernel", {3, 3, 8, 16});
             auto b2 = param("conv2.bias", {1, 1, 16, 1});
-            auto wd = param("dense.weight", {7 * 7 * 16, n_classes, 1, 1});
-            auto bd = param("dense.bias", {n_classes, 1, 1, 1});
+            auto wd = param("dense.weight", {7 * 7 * 16, n_outputs, 1, 1});
+            auto bd = param("dense.bias", {n_outputs, 1, 1, 1});
             any_tensor x = new_tensor(ctx, type_id::f32, {28, 28, 1, batch}, "images");
             const conv_params same{.s = {1, 1}, .p = {1, 1}, .d = {1, 1}};
             const pool_params pool{.op = pool_op::max, .k = {2, 2}, .s = {2, 2}, .p = {0, 0}};
@@ -100,12 +100,12 @@ struct model {
 
 // A dataset of n images (n * 784 floats) with one-hot labels.
 inline opt::dataset make_dataset(const std::vector<float>& images, const std::vector<std::int32_t>& labels, std::int64_t n) {
-    opt::dataset d(n_pixels, n_classes, n);
+    opt::dataset d(n_pixels, n_outputs, n);
     std::memcpy(d.data().data(), images.data(), static_cast<std::size_t>(n * n_pixels) * 4);
     for (std::int64_t i = 0; i < n; ++i) {
         const auto l = labels[static_cast<std::size_t>(i)];
-        if (l < 0 || l >= n_classes) fail(errc::format, "mnist: label " + std::to_string(l) + " of image " + std::to_string(i) + " is not 0..9");
-        d.labels()[static_cast<std::size_t>(i * n_classes + l)] = 1.0f;
+        if (l < 0 || l >= n_outputs) fail(errc::format, "mnist: label " + std::to_string(l) + " of image " + std::to_string(i) + " is not 0..9");
+        d.labels()[static_cast<std::size_t>(i * n_outputs + l)] = 1.0f;
     }
     return d;
 }

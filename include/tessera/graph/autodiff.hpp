@@ -521,7 +521,7 @@ inline gradients build_backward(cgraph& g, const backward_options& o) {
 
     context& ctx = *loss->ctx;
     out.seed_ = ctx.new_tensor(type_id::f32, {1, 1, 1, 1}, "loss_grad_seed");
-    out.seed_->flags |= flag_input;
+    out.seed_->flags |= flag_input | flag_output;  // output too: planned memory keeps it for the next compute
 
     detail::backward_builder bb;
     bb.set_grad(loss, out.seed_);
@@ -541,7 +541,7 @@ inline gradients build_backward(cgraph& g, const backward_options& o) {
         if (!gp->lay.is_contiguous()) gp = cont(any_tensor(gp)).get();
         if (o.accumulate) {
             node* acc = ctx.new_tensor(type_id::f32, p->lay.ne, "grad_acc " + p->name);
-            acc->flags |= flag_input;
+            acc->flags |= flag_input | flag_output;
             out.acc_[p] = acc;
             out.acc_list_.push_back(acc);
             gp = add_inplace(any_tensor(acc), any_tensor(gp)).get();

@@ -130,10 +130,12 @@ public:
                      inputs.lay().to_string(), " (batch ", batch_, " in dim ", bd, ")");
         inputs_ = inputs.get();
         outputs_ = outputs.get();
-        inputs_->flags |= flag_input;
+        // inputs and labels are written before a compute and read after it (accuracy); flagged
+        // outputs too, the planner never gives their memory to another tensor
+        inputs_->flags |= flag_input | flag_output;
 
         labels_ = ctx.new_tensor(type_id::f32, outputs_->lay.ne, "labels");
-        labels_->flags |= flag_input;
+        labels_->flags |= flag_input | flag_output;
         any_tensor out(outputs_), lab(labels_);
         if (opt_.loss == loss_kind::cross_entropy) {
             loss_ = cross_entropy_loss(out, lab).get();
@@ -155,7 +157,7 @@ public:
         // optimizer steps
         const bool adamw = opt_.optimizer.kind == optimizer_kind::adamw;
         hparams_ = ctx.new_tensor(type_id::f32, {adamw ? 7 : 2, 1, 1, 1}, "optimizer params");
-        hparams_->flags |= flag_input;
+        hparams_->flags |= flag_input | flag_output;
         std::vector<node*> state;
         for (node* p : grads_.params()) {
             if (p->lay.type != type_id::f32)
