@@ -528,15 +528,18 @@ TEST_CASE("dref: diag_mask_inf, diag_mask_zero, soft_max (mask f32/f16 broadcast
     for (op_kind op : {op_kind::diag_mask_inf, op_kind::diag_mask_zero})
         for (ne4 s : {ne4{10, 10, 3, 2}, ne4{17, 5, 1, 1}})
             for (int n_past : {0, 5})
-                for (bool inplace : {false, true})
-                    check(std::string(op_name(op)) + " " + sh(s) + " n_past " + std::to_string(n_past) + (inplace ? " inplace" : ""),
-                          [&](context& ctx, spec& sp) {
-                              any_tensor x(ctx.new_tensor(type_id::f32, s));
-                              sp.out = (op == op_kind::diag_mask_inf ? (inplace ? diag_mask_inf_inplace(x, n_past) : diag_mask_inf(x, n_past))
-                                                                     : (inplace ? diag_mask_zero_inplace(x, n_past) : diag_mask_zero(x, n_past)))
-                                           .get();
-                              sp.bound = 0;
-                          });
+                for (kind k : {kind::plain, kind::strided, kind::transposed})
+                    for (bool inplace : {false, true}) {
+                        if (inplace && k != kind::plain) continue;
+                        check(std::string(op_name(op)) + " " + sh(s) + " n_past " + std::to_string(n_past) + kind_name(k) + (inplace ? " inplace" : ""),
+                              [&](context& ctx, spec& sp) {
+                                  any_tensor x(input(ctx, s, k));
+                                  sp.out = (op == op_kind::diag_mask_inf ? (inplace ? diag_mask_inf_inplace(x, n_past) : diag_mask_inf(x, n_past))
+                                                                         : (inplace ? diag_mask_zero_inplace(x, n_past) : diag_mask_zero(x, n_past)))
+                                               .get();
+                                  sp.bound = 0;
+                              });
+                    }
     struct sm {
         ne4 a, m;  // m[0] == 0: no mask
     };
@@ -560,6 +563,13 @@ TEST_CASE("dref: diag_mask_inf, diag_mask_zero, soft_max (mask f32/f16 broadcast
                                   sp.lo = -5, sp.hi = 5;
                               });
                     }
+    for (kind k : {kind::strided, kind::transposed, kind::permuted})
+        check(std::string("soft_max with mask, scale, sinks of a") + kind_name(k) + " input", [&](context& ctx, spec& sp) {
+            node* r = soft_max_ext(any_tensor(input(ctx, {7, 5, 4, 2}, k)), any_tensor(ctx.new_tensor(type_id::f32, {7, 6, 2, 1})), 0.7f).get();
+            soft_max_add_sinks(tensor<float, 4>(r), tensor<float, 1>(ctx.new_tensor(type_id::f32, {4, 1, 1, 1})));
+            sp.out = r;
+            sp.lo = -4, sp.hi = 4;
+        });
     check("soft_max of a causal-masked, transposed input", [](context& ctx, spec& sp) {
         any_tensor x = transpose(any_tensor(ctx.new_tensor(type_id::f32, {9, 9, 2, 1})));
         sp.out = soft_max_ext(diag_mask_inf(cont(x), 0), any_tensor(nullptr), 0.5f).get();
