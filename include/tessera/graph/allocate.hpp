@@ -70,9 +70,10 @@ inline std::uint64_t layout_key(const layout& l) noexcept {
 // The planner's description of tensor t, the self-th of the planning order (index: each
 // planned tensor's position). srcs are t's sources as they will be read (a scheduler
 // may redirect some to copies). A view of a planned root is a view in the plan; memory
-// that exists already is external; a leaf without memory is an input (placed first,
-// never reused); output-flagged tensors are never reused and never run in place; other
-// ops that op_traits lets run in place may take over a source that dies at them.
+// that exists already is external; a leaf without memory is an input (placed first; its
+// memory is free again after its last reader, so inputs are written before every compute);
+// output- and param-flagged tensors are never reused and never run in place; other ops
+// that op_traits lets run in place may take over a source that dies at them.
 inline memory::tensor_desc describe(const node& t, int self, const std::unordered_map<const node*, int>& index,
                                     std::span<node* const> srcs) {
     memory::tensor_desc d;
@@ -90,7 +91,9 @@ inline memory::tensor_desc describe(const node& t, int self, const std::unordere
     } else if (t.op == op_kind::none) {
         d.flags = memory::tensor_flags::input;
     }
-    if (t.flags & flag_output) d.flags = d.flags | memory::tensor_flags::output;
+    // outputs, and parameters (their values outlive a compute: an optimizer step updates them
+    // in place for the next one), keep their memory
+    if (t.flags & (flag_output | flag_param)) d.flags = d.flags | memory::tensor_flags::output;
     // an output gets memory of its own: what it holds after a compute (or a stopped
     // one) is never a source's bytes
     d.can_inplace = !t.is_view() && op_can_inplace(t.op) && !(t.flags & flag_output);

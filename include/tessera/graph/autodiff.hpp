@@ -162,10 +162,33 @@ private:
     static node* cont_(node* x) { return x->lay.is_contiguous() ? x : cont(any_tensor(x)).get(); }
     static any_tensor A(node* x) { return any_tensor(x); }
     static node* f32(node* x) { return x->lay.type == type_id::f32 ? x : cast(any_tensor(x), type_id::f32).get(); }
-    // x reduced to shape `like` by summing the broadcast copies (no-op when equal).
+    // x reduced to shape `like` by summing the broadcast copies (no-op when equal): the tiling
+    // of repeat and of the element-wise ops' broadcast.
     static node* reduce_to(node* x, const node* like) {
         if (x->lay.ne == like->lay.ne) return x;
         return repeat_back(A(x), like->lay.ne).get();
+    }
+    // x [m0, m1, B2, B3] reduced to like's batch dims [.., .., b2, b3] as mul_mat and out_prod
+    // broadcast: batch i of x reads batch i / (B / b) of the smaller operand, so the copies of
+    // one batch are consecutive.
+    static node* reduce_batches(node* x, const node* like) {
+        auto ne = x->lay.ne;
+        const auto& to = like->lay.ne;
+        if (ne[2] == to[2] && ne[3] == to[3]) return x;
+        x = cont_(x);
+        for (int d : {2, 3}) {
+            const auto du = static_cast<std::size_t>(d);
+            if (ne[du] == to[du]) continue;
+            const std::int64_t r = ne[du] / to[du];
+            const std::int64_t inner = d == 2 ? ne[0] * ne[1] : ne[0] * ne[1] * ne[2];
+            const std::int64_t outer = d == 2 ? ne[3] : 1;
+            // [inner, r, to, outer] -> r first, summed away
+            node* v = reshape(A(x), {inner, r, to[du], outer}).get();
+            node* s = sum_rows(cont(permute(A(v), {1, 0, 2, 3}))).get();  // [1, inner, to, outer]
+            ne[du] = to[du];
+            x = reshape(A(s), ne).get();
+        }
+        return x;
     }
     static node* zeros_like_f32(node* x) { return fill(A(f32(x)), 0.0f).get(); }
     // g * f'(x) for unary op u, y = u(x) (y may be null: recomputed when needed).
@@ -349,7 +372,7 @@ inline void backward_builder::apply(node* y, node* g, const std::function<bool(c
             if (na) contribute(a, cont_(transpose(A(g)).get()));
             return;
         case op_kind::mul_mat:
-            if (na) contribute(a, reduce_to(out_prod(A(b), A(g)).get(), a));
+            if (na) contribute(a, reduce_batches(out_prod(A(b), A(g)).get(), a));
             if (nb) {
                 node* at = cont(transpose(A(is_quantized(a->lay.type) ? f32(a) : a))).get();
                 contribute(b, mul_mat(A(at), A(g)).get());
@@ -357,8 +380,9 @@ inline void backward_builder::apply(node* y, node* g, const std::function<bool(c
             return;
         case op_kind::out_prod:
             // y[i, j] = sum_k a[i, k] b[j, k]
-            if (na) contribute(a, mul_mat(cont(transpose(A(g))), A(f32(b))).get());
-            if (nb) contribute(b, reduce_to(mul_mat(A(g), A(f32(a))).get(), b));
+            // (a may be broadcast over b's batch dims, as in mul_mat)
+            if (na) contribute(a, reduce_batches(mul_mat(cont(transpose(A(g))), A(f32(b))).get(), a));
+            if (nb) contribute(b, cont(transpose(mul_mat(A(a), A(g)))).get());
             return;
         case op_kind::get_rows:
             refuse_src(1, "indices");
