@@ -2,9 +2,10 @@
 // tensor names (so the GGUF files name the same tensors):
 //
 //   fc:  784 -> 500 (relu) -> 10         fc1.weight [784, 500], fc1.bias [500], fc2.weight [500, 10], fc2.bias [10]
-//   cnn: conv 3x3 1->8 (pad 1) relu, max pool 2x2, conv 3x3 8->16 (pad 1) relu, max pool 2x2,
-//        dense 7*7*16 -> 10              conv1.kernel [3, 3, 1, 8], conv1.bias [1, 1, 8], conv2.kernel [3, 3, 8, 16],
-//                                        conv2.bias [1, 1, 16], dense.weight [784, 10], dense.bias [10]
+//   cnn: conv 3x3 1->C (pad 1) relu, max pool 2x2, conv 3x3 C->2C (pad 1) relu, max pool 2x2,
+//        dense 7*7*2C -> 10              conv1.kernel [3, 3, 1, C], conv1.bias [1, 1, C], conv2.kernel [3, 3, C, 2C],
+//                                        conv2.bias [1, 1, 2C], dense.weight [98C, 10], dense.bias [10]
+//        (ggml's example has C = 8; the default here is 16, see docs/training.md)
 //
 // Images enter as f32 [784, B] (fc) or [28, 28, 1, B] (cnn), pixel values in [0, 1]; the
 // output is f32 logits [10, B].
@@ -35,7 +36,9 @@ struct model {
     graph::node* images = nullptr;
     graph::node* logits = nullptr;
 
-    model(std::string a, std::int64_t b) : arch(std::move(a)), batch(b) {
+    // cnn_channels: the first conv's output channels (the second has twice as many); ggml's
+    // example uses 8.
+    model(std::string a, std::int64_t b, std::int64_t cnn_channels = 16) : arch(std::move(a)), batch(b) {
         using namespace graph;
         if (batch < 1) fail(errc::invalid_argument, "mnist model: batch must be >= 1");
         auto param = [&](const char* name, std::array<std::int64_t, 4> ne) {
@@ -54,18 +57,20 @@ struct model {
             logits = add(mul_mat(w2, h), b2).get();
             images = x.get();
         } else if (arch == "cnn") {
-            auto k1 = param("conv1.kernel", {3, 3, 1, 8});
-            auto b1 = param("conv1.bias", {1, 1, 8, 1});
-            auto k2 = param("conv2.kernel", {3, 3, 8, 16});
-            auto b2 = param("conv2.bias", {1, 1, 16, 1});
-            auto wd = param("dense.weight", {7 * 7 * 16, n_outputs, 1, 1});
+            const std::int64_t c1 = cnn_channels, c2 = 2 * cnn_channels;
+            if (c1 < 1 || c1 > 256) fail(errc::invalid_argument, "mnist model: cnn channels must be 1..256");
+            auto k1 = param("conv1.kernel", {3, 3, 1, c1});
+            auto b1 = param("conv1.bias", {1, 1, c1, 1});
+            auto k2 = param("conv2.kernel", {3, 3, c1, c2});
+            auto b2 = param("conv2.bias", {1, 1, c2, 1});
+            auto wd = param("dense.weight", {7 * 7 * c2, n_outputs, 1, 1});
             auto bd = param("dense.bias", {n_outputs, 1, 1, 1});
             any_tensor x = new_tensor(ctx, type_id::f32, {28, 28, 1, batch}, "images");
             const conv_params same{.s = {1, 1}, .p = {1, 1}, .d = {1, 1}};
             const pool_params pool{.op = pool_op::max, .k = {2, 2}, .s = {2, 2}, .p = {0, 0}};
-            any_tensor c1 = pool_2d(relu(add(conv_2d(k1, x, same), b1)), pool);   // [14, 14, 8, B]
-            any_tensor c2 = pool_2d(relu(add(conv_2d(k2, c1, same), b2)), pool);  // [7, 7, 16, B]
-            any_tensor flat = reshape(c2, {7 * 7 * 16, batch, 1, 1});
+            any_tensor h1 = pool_2d(relu(add(conv_2d(k1, x, same), b1)), pool);   // [14, 14, c1, B]
+            any_tensor h2 = pool_2d(relu(add(conv_2d(k2, h1, same), b2)), pool);  // [7, 7, c2, B]
+            any_tensor flat = reshape(h2, {7 * 7 * c2, batch, 1, 1});
             logits = add(mul_mat(wd, flat), bd).get();
             images = x.get();
         } else {

@@ -9,7 +9,7 @@
 // t10k-labels-idx1-ubyte, each optionally gzip-compressed (.gz); the default is where
 // Debian's dataset-fashion-mnist puts them. One progress line per epoch goes to stderr; the
 // last line on stdout is
-//   test accuracy: 89.12% (loss 0.31), N epochs, S s
+//   test accuracy: 89.20% (loss 0.31), 10 epochs, 20.7 s
 // Exit status: 0, 1 on a failure (or an accuracy under --min-accuracy), 2 on bad usage.
 #include <chrono>
 #include <cstdio>
@@ -35,11 +35,13 @@ constexpr const char* usage_text =
     "usage: train_mnist --model fc|cnn [options]      train, test, save\n"
     "       train_mnist --eval model.gguf [options]   test a saved model\n"
     "  --data DIR            the IDX files (default /usr/share/datasets/fashion-mnist)\n"
-    "  --epochs N            training epochs (default: fc 10, cnn 8)\n"
+    "  --epochs N            training epochs (default 10)\n"
     "  -t, --threads N       threads (default 1)\n"
     "  -o, --output FILE     where to save the trained weights (GGUF; default none)\n"
     "  --batch N             images per batch (default 100)\n"
-    "  --lr X                AdamW learning rate (default 0.001)\n"
+    "  --cnn-channels C      the CNN's channels: C, then 2C (default 16; ggml's example: 8)\n"
+    "  --lr X                AdamW learning rate (default: fc 0.001, cnn 0.002)\n"
+    "  --schedule S          constant, or cosine: decay to lr/10 over the run (default cosine)\n"
     "  --seed N              initialisation and shuffling seed (default 1)\n"
     "  --val-split X         fraction of the training images kept for validation (default 0.05)\n"
     "  --train-subset N      train on the first N training images only\n"
@@ -55,9 +57,10 @@ struct options {
     std::string model, eval, data = std::string(mnist::default_data_dir), output;
     std::optional<std::int64_t> epochs;
     int threads = 1;
-    std::int64_t batch = 100, train_subset = 0, test_subset = 0;
+    std::int64_t batch = 100, train_subset = 0, test_subset = 0, cnn_channels = 16;
     std::uint64_t seed = 1;
-    float lr = 1e-3f;
+    std::optional<float> lr;
+    bool cosine = true;
     double val_split = 0.05, min_accuracy = -1;
 };
 
@@ -103,8 +106,14 @@ options parse(int argc, char** argv) {
             o.output = value();
         } else if (a == "--batch") {
             o.batch = to_int(a, value(), 1, 60000);
+        } else if (a == "--cnn-channels") {
+            o.cnn_channels = to_int(a, value(), 1, 256);
         } else if (a == "--lr") {
             o.lr = static_cast<float>(to_double(a, value(), 0.0, 10.0));
+        } else if (a == "--schedule") {
+            const std::string v = value();
+            if (v != "constant" && v != "cosine") throw usage_error("--schedule: '" + v + "' is not constant or cosine");
+            o.cosine = v == "cosine";
         } else if (a == "--seed") {
             o.seed = static_cast<std::uint64_t>(to_int(a, value(), 0, INT64_MAX));
         } else if (a == "--val-split") {
@@ -168,9 +177,17 @@ int run(const options& o) {
         saved.emplace(gguf::file::open(o.eval));
         arch = saved_arch(*saved, o.eval);
     }
-    mnist::model m(arch, o.batch);
+    std::int64_t channels = o.cnn_channels;
+    if (saved && arch == "cnn") {  // the saved kernel says how many channels it was trained with
+        const gguf::tensor_info* k1 = saved->find_tensor("conv1.kernel");
+        if (!k1 || k1->ne[3] < 1 || k1->ne[3] > 256) throw std::runtime_error(o.eval + ": no usable tensor 'conv1.kernel'");
+        channels = k1->ne[3];
+    }
+    mnist::model m(arch, o.batch, channels);
     opt::trainer_options to;
-    to.optimizer.lr = o.lr;
+    const float lr = o.lr.value_or(arch == "cnn" ? 2e-3f : 1e-3f);
+    to.optimizer.lr = lr;
+    if (o.cosine) to.optimizer.schedule = opt::cosine_decay(0.1);
     to.n_threads = o.threads;
     opt::trainer tr(m.ctx, graph::any_tensor(m.images), graph::any_tensor(m.logits), to);
 
@@ -188,12 +205,12 @@ int run(const options& o) {
         const std::int64_t n_train = o.train_subset ? std::min(o.train_subset, train.n) : train.n;
         opt::dataset train_set = mnist::make_dataset(train.images, train.labels, n_train);
         m.init(o.seed);
-        epochs = o.epochs.value_or(arch == "fc" ? 10 : 8);
+        epochs = o.epochs.value_or(10);
         std::fprintf(stderr, "train_mnist: %s, %lld training images (%.0f%% kept for validation), %lld test images from %s; "
-                             "batch %lld, AdamW lr %g, %d thread%s\n",
+                             "batch %lld, AdamW lr %g%s, %d thread%s\n",
                      arch == "fc" ? "fully connected 784-500-10" : "CNN (2 x conv 3x3 + max pool 2x2, dense)",
                      static_cast<long long>(n_train), 100 * o.val_split, static_cast<long long>(n_test), o.data.c_str(),
-                     static_cast<long long>(o.batch), static_cast<double>(o.lr), o.threads, o.threads == 1 ? "" : "s");
+                     static_cast<long long>(o.batch), static_cast<double>(lr), o.cosine ? " (cosine decay to 1/10)" : "", o.threads, o.threads == 1 ? "" : "s");
         opt::fit_options fo;
         fo.epochs = epochs;
         fo.val_split = o.val_split;

@@ -14,6 +14,7 @@ import tempfile
 
 PRELUDE = """
 #include "tessera/graph/ops.hpp"
+#include "tessera/graph/autodiff.hpp"
 using namespace tessera;
 using namespace tessera::graph;
 void f(context& ctx) {
@@ -66,6 +67,9 @@ OK = """
     rp.mode = rope_mode::neox;
     auto re = rope_ext_inplace(t3, new_tensor<std::int32_t, 1>(ctx, {2}), std::nullopt, rp);
     (void)mp; (void)su; (void)gs; (void)li; (void)dm; (void)pl; (void)re;
+    gradients gr;
+    static_assert(std::is_same_v<decltype(gr[h]), tensor<float, 2>>);  // f16 parameter: f32 gradient
+    new_tensor<float, 1>(ctx, {1}).set_loss();
 """
 
 CASES = [
@@ -107,6 +111,9 @@ CASES = [
     ("diag_mask_inf with a bool inplace", "diag_mask_inf(x, 0, true);", "no matching function for call to .diag_mask_inf\\("),
     ("pool_2d with an int list", "pool_2d(x, pool_op::max, 2, 2, 2, 2);", "no matching function for call to .pool_2d\\("),
     ("tensor of rank 5", "tensor<float, 5> bad;", "constraints not satisfied|constraint|not satisfied"),
+    # autodiff: gradients exist for float tensors; a loss is an f32 tensor
+    ("the gradient of an index tensor", "gradients gr; gr[i];", "only tensors of f32, f16 or bf16 have gradients"),
+    ("set_loss on an f16 tensor", "h.set_loss();", "set_loss"),
 ]
 
 

@@ -14,7 +14,10 @@
 #include <cmath>
 #include <cstdio>
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <map>
 #include <functional>
 #include <memory>
 #include <random>
@@ -476,4 +479,31 @@ TEST_CASE("autodiff: accumulation across computes, reset, and a parameter off th
     gr[w].get(dw);
     for (int i = 0; i < 3; ++i) CHECK(dw[static_cast<std::size_t>(i)] == doctest::Approx(0.5 * xv[static_cast<std::size_t>(i)] * xv[static_cast<std::size_t>(i)]));
     CHECK_THROWS_WITH(gr.of(x.get()), doctest::Contains("is not a parameter of the graph"));
+}
+
+TEST_CASE("autodiff: docs/ops.md's gradient column") {
+    const char* root = std::getenv("TESSERA_SOURCE_ROOT");
+    REQUIRE_MESSAGE(root, "TESSERA_SOURCE_ROOT must name the source tree (meson sets it)");
+    std::ifstream f(std::string(root) + "/docs/ops.md");
+    REQUIRE(f.good());
+    std::map<std::string, std::string> grad;
+    std::string line;
+    while (std::getline(f, line)) {
+        if (line.rfind("| `", 0) != 0) continue;
+        const auto e = line.find('`', 3);
+        const std::string name = line.substr(3, e - 3);
+        const auto c1 = line.find('|', e) + 1;   // CPU
+        const auto c2 = line.find('|', c1) + 1;  // gradient
+        const auto c3 = line.find('|', c2);
+        std::string g = line.substr(c2, c3 - c2);
+        g.erase(0, g.find_first_not_of(' '));
+        g.erase(g.find_last_not_of(' ') + 1);
+        if (!grad.count(name)) grad[name] = g;  // the op table comes first
+    }
+    for (std::size_t i = 0; i < op_count; ++i) {
+        const auto op = static_cast<op_kind>(i);
+        INFO(std::string(op_name(op)));
+        REQUIRE(grad.count(std::string(op_name(op))) == 1);
+        CHECK(grad[std::string(op_name(op))] == gradient_rule_name(gradient_rule_of(op)));
+    }
 }

@@ -46,6 +46,7 @@
 #include <cstring>
 #include <functional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -57,6 +58,33 @@
 
 TESSERA_BEGIN_NAMESPACE
 namespace graph {
+
+// Whether build_backward has a gradient rule for an op: all of its forms, some (unary and
+// glu: the sub-ops listed above; pad: not circular; group_norm: channels divisible by the
+// groups), or none (refused when a parameter depends on it). docs/ops.md's gradient column
+// is checked against this.
+enum class gradient_rule : std::uint8_t { no, partial, yes };
+
+constexpr gradient_rule gradient_rule_of(op_kind op) noexcept {
+    switch (op) {
+        case op_kind::add: case op_kind::sub: case op_kind::mul: case op_kind::div: case op_kind::add1:
+        case op_kind::scale: case op_kind::sqr: case op_kind::sqrt: case op_kind::log: case op_kind::sin:
+        case op_kind::cos: case op_kind::sum: case op_kind::sum_rows: case op_kind::mean: case op_kind::repeat:
+        case op_kind::repeat_back: case op_kind::acc: case op_kind::set: case op_kind::cpy: case op_kind::dup:
+        case op_kind::cont: case op_kind::reshape: case op_kind::view: case op_kind::permute: case op_kind::transpose:
+        case op_kind::mul_mat: case op_kind::out_prod: case op_kind::get_rows: case op_kind::concat:
+        case op_kind::rms_norm: case op_kind::norm: case op_kind::soft_max: case op_kind::rope:
+        case op_kind::diag_mask_inf: case op_kind::diag_mask_zero: case op_kind::im2col: case op_kind::pool_2d:
+        case op_kind::cross_entropy_loss: case op_kind::leaky_relu:
+            return gradient_rule::yes;
+        case op_kind::unary: case op_kind::glu: case op_kind::pad: case op_kind::group_norm:
+            return gradient_rule::partial;
+        default: return gradient_rule::no;
+    }
+}
+constexpr std::string_view gradient_rule_name(gradient_rule r) noexcept {
+    return r == gradient_rule::yes ? "yes" : r == gradient_rule::partial ? "partial" : "no";
+}
 
 struct backward_options {
     // Sum each parameter's gradient into an accumulator across computes (micro-batches).
@@ -100,6 +128,12 @@ public:
         return tensor<float, R>(of(p.get()));
     }
     any_tensor operator[](any_tensor p) const { return any_tensor(of(p.get())); }
+    template <tensor_element T, int R>
+        requires(!float_element<T>)
+    void operator[](tensor<T, R>) const {
+        static_assert(detail::dependent_false<T>,
+                      "tessera::graph::gradients: only tensors of f32, f16 or bf16 have gradients (a parameter is a float tensor)");
+    }
 
     // Writes the loss scale into the seed and zeroes the accumulators (host memory: the
     // tensors must be placed). Call it before the first compute and after each step that
@@ -373,9 +407,12 @@ inline void backward_builder::apply(node* y, node* g, const std::function<bool(c
             return;
         case op_kind::mul_mat:
             if (na) contribute(a, reduce_batches(out_prod(A(b), A(g)).get(), a));
-            if (nb) {
-                node* at = cont(transpose(A(is_quantized(a->lay.type) ? f32(a) : a))).get();
-                contribute(b, mul_mat(A(at), A(g)).get());
+            if (nb) {  // b[k, n] += sum_m a[k, m] g[m, n]
+                node* af = is_quantized(a->lay.type) ? f32(a) : a;
+                // few columns (a convolution's kernel): out_prod(a, g^T) reads a in place; many: a^T
+                // copied once feeds the GEMM, whose speed pays for the copy
+                if (b->lay.ne[1] < 64) contribute(b, out_prod(A(af), transpose(A(g))).get());
+                else contribute(b, mul_mat(cont(transpose(A(af))), A(g)).get());
             }
             return;
         case op_kind::out_prod:

@@ -4,6 +4,8 @@
 // in the node's type and layout.
 #pragma once
 
+#include <cstring>
+
 #include <cstddef>
 #include <cstdint>
 
@@ -18,8 +20,14 @@ using namespace tessera::graph;  // the op bodies read graph nodes
 // Element (i0, i1, i2, i3) of a float node, as f32.
 inline float elem(const node& n, std::int64_t i0, std::int64_t i1 = 0, std::int64_t i2 = 0, std::int64_t i3 = 0) {
     const auto& nb = n.lay.nb;
-    return read_scalar(n.lay.type, n.bytes() + static_cast<std::size_t>(i0) * nb[0] + static_cast<std::size_t>(i1) * nb[1] +
-                                       static_cast<std::size_t>(i2) * nb[2] + static_cast<std::size_t>(i3) * nb[3]);
+    const std::byte* q = n.bytes() + static_cast<std::size_t>(i0) * nb[0] + static_cast<std::size_t>(i1) * nb[1] +
+                         static_cast<std::size_t>(i2) * nb[2] + static_cast<std::size_t>(i3) * nb[3];
+    if (n.lay.type == type_id::f32) {  // the common case, without the type switch
+        float v;
+        std::memcpy(&v, q, sizeof v);
+        return v;
+    }
+    return read_scalar(n.lay.type, q);
 }
 
 // For each row (i1, i2, i3) of d in this thread's share: fill(z, i1, i2, i3) writes the

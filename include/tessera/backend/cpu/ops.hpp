@@ -415,8 +415,8 @@ inline void binary(const node& d, const exec_params& p) {
         const float* y = load_row(k, b, i1 % b.lay.ne[1], i2 % b.lay.ne[2], i3 % b.lay.ne[3], bufb);
         std::byte* drow = row_ptr(d, i1, i2, i3);
         float* z = out_f32(d, drow, bufd);
-        if (ne10 == ne0) {
-            k.binary(kind, x, y, z, static_cast<std::size_t>(ne0), false);
+        if (ne10 == ne0 || ne10 == 1) {  // a whole row, or one value of b for the whole row
+            k.binary(kind, x, y, z, static_cast<std::size_t>(ne0), ne10 == 1 && ne0 != 1);
         } else {
             for (std::int64_t i = 0; i < ne0; i += ne10)
                 k.binary(kind, x + i, y, z + i, static_cast<std::size_t>(ne10), ne10 == 1);

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cstring>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
@@ -38,6 +39,30 @@ inline void im2col(const node& d, const exec_params& p) {
     const auto& cp = d.param<conv_params>();
     const std::int64_t KW = a.lay.ne[0], KH = cp.is_2d ? a.lay.ne[1] : 1;
     const std::int64_t W = b.lay.ne[0], H = cp.is_2d ? b.lay.ne[1] : 1, IC = cp.is_2d ? b.lay.ne[2] : b.lay.ne[1];
+    if (b.lay.type == type_id::f32 && cp.is_2d) {  // f32 input: read the floats in place (the common case)
+        const auto& nb = b.lay.nb;
+        const std::byte* base = b.bytes();
+        fill_rows(d, p, [&](float* z, std::int64_t ox, std::int64_t oy, std::int64_t nn) {
+            for (std::int64_t ic = 0; ic < IC; ++ic)
+                for (std::int64_t ky = 0; ky < KH; ++ky) {
+                    const std::int64_t y = oy * cp.s[1] + ky * cp.d[1] - cp.p[1];
+                    float* o = z + (ic * KH + ky) * KW;
+                    if (y < 0 || y >= H) {
+                        std::fill_n(o, KW, 0.f);
+                        continue;
+                    }
+                    const std::byte* row = base + static_cast<std::size_t>(y) * nb[1] + static_cast<std::size_t>(ic) * nb[2] +
+                                           static_cast<std::size_t>(nn) * nb[3];
+                    for (std::int64_t kx = 0; kx < KW; ++kx) {
+                        const std::int64_t x = ox * cp.s[0] + kx * cp.d[0] - cp.p[0];
+                        float v = 0.f;
+                        if (x >= 0 && x < W) std::memcpy(&v, row + static_cast<std::size_t>(x) * nb[0], 4);
+                        o[kx] = v;
+                    }
+                }
+        });
+        return;
+    }
     fill_rows(d, p, [&](float* z, std::int64_t i1, std::int64_t i2, std::int64_t i3) {
         // 2-D: row (ox, oy, n); 1-D: row (ox, n)
         const std::int64_t ox = i1, oy = cp.is_2d ? i2 : 0, nn = cp.is_2d ? i3 : i2;

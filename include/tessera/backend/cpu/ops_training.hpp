@@ -145,6 +145,29 @@ inline void im2col_back(const node& d, const exec_params& p) {
     const bool two = cp.is_2d;
     const std::int64_t KW = kernel.lay.ne[0], KH = two ? kernel.lay.ne[1] : 1;
     const std::int64_t OW = dy.lay.ne[1], OH = two ? dy.lay.ne[2] : 1;
+    if (dy.lay.type == type_id::f32 && two) {  // f32 gradient: read the floats in place, taps in (ky, kx) order
+        const auto& nb = dy.lay.nb;
+        const std::byte* base = dy.bytes();
+        fill_rows(d, p, [&](float* z, std::int64_t iy, std::int64_t ic, std::int64_t nn) {
+            std::fill_n(z, d.lay.ne[0], 0.f);
+            for (std::int64_t ky = 0; ky < KH; ++ky) {
+                const std::int64_t ty = iy + cp.p[1] - ky * cp.d[1];
+                if (ty < 0 || ty % cp.s[1] != 0 || ty / cp.s[1] >= OH) continue;
+                const std::byte* plane = base + static_cast<std::size_t>(ty / cp.s[1]) * nb[2] + static_cast<std::size_t>(nn) * nb[3];
+                for (std::int64_t kx = 0; kx < KW; ++kx) {
+                    const std::byte* col = plane + static_cast<std::size_t>((ic * KH + ky) * KW + kx) * nb[0];
+                    for (std::int64_t ix = 0; ix < d.lay.ne[0]; ++ix) {
+                        const std::int64_t tx = ix + cp.p[0] - kx * cp.d[0];
+                        if (tx < 0 || tx % cp.s[0] != 0 || tx / cp.s[0] >= OW) continue;
+                        float v;
+                        std::memcpy(&v, col + static_cast<std::size_t>(tx / cp.s[0]) * nb[1], 4);
+                        z[ix] += v;
+                    }
+                }
+            }
+        });
+        return;
+    }
     fill_rows(d, p, [&](float* z, std::int64_t i1, std::int64_t i2, std::int64_t i3) {
         // 2-D: row (iy, ic, n); 1-D: row (ic, n)
         const std::int64_t iy = two ? i1 : 0, ic = two ? i2 : i1, nn = two ? i3 : i2;
