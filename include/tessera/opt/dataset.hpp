@@ -97,23 +97,32 @@ public:
     // `data` (B datapoints) and `labels` (B labels, may be null), B being data's element count
     // over the datapoint size. Both tensors f32, contiguous, in host memory.
     void get_batch(graph::node* data, graph::node* labels, std::int64_t ibatch) const {
-        const std::int64_t b = batch_of(data, ne_data_, "data");
-        if (labels) {
-            const std::int64_t bl = batch_of(labels, ne_label_, "labels");
-            if (bl != b)
-                fail_cat(errc::shape_mismatch, "dataset::get_batch: the data tensor holds ", b, " datapoints, the labels tensor ", bl);
-        }
+        const std::int64_t b = batch_of(data, labels);
         if (b % shard_ != 0) fail_cat(errc::invalid_argument, "dataset::get_batch: batch size ", b, " is not whole shards of ", shard_);
         if (ibatch < 0 || (ibatch + 1) * b > ndata_)
             fail_cat(errc::invalid_argument, "dataset::get_batch: batch ", ibatch, " of ", b, " runs past the ", ndata_, " datapoints");
+        get_range(data, labels, ibatch * b, b);
+    }
+
+    // Copies the datapoints at positions [first, first + count) of the current order into the
+    // first count slots of `data` and `labels` (labels may be null) and zeroes the slots after
+    // them (a partial last batch). Any offset: no shard alignment needed.
+    void get_range(graph::node* data, graph::node* labels, std::int64_t first, std::int64_t count) const {
+        const std::int64_t b = batch_of(data, labels);
+        if (count < 0 || count > b || first < 0 || first + count > ndata_)
+            fail_cat(errc::invalid_argument, "dataset::get_range: datapoints [", first, ", ", first + count, ") do not fit the ", ndata_,
+                     " datapoints and the tensors' ", b, " slots");
         auto* d = reinterpret_cast<float*>(data->bytes());
         auto* l = labels ? reinterpret_cast<float*>(labels->bytes()) : nullptr;
-        for (std::int64_t k = 0; k < b / shard_; ++k) {
-            const std::int64_t src = order_[static_cast<std::size_t>(ibatch * (b / shard_) + k)] * shard_;
-            std::memcpy(d + k * shard_ * ne_data_, data_.data() + src * ne_data_, static_cast<std::size_t>(shard_ * ne_data_) * 4);
-            if (l && ne_label_)
-                std::memcpy(l + k * shard_ * ne_label_, labels_.data() + src * ne_label_, static_cast<std::size_t>(shard_ * ne_label_) * 4);
+        const auto nd = static_cast<std::size_t>(ne_data_), nl = static_cast<std::size_t>(ne_label_);
+        const auto n = static_cast<std::size_t>(count), slots = static_cast<std::size_t>(b);
+        for (std::size_t k = 0; k < n; ++k) {
+            const auto p = static_cast<std::size_t>(position(first + static_cast<std::int64_t>(k)));
+            std::memcpy(d + k * nd, data_.data() + p * nd, nd * 4);
+            if (l && nl) std::memcpy(l + k * nl, labels_.data() + p * nl, nl * 4);
         }
+        std::memset(d + n * nd, 0, (slots - n) * nd * 4);
+        if (l && nl) std::memset(l + n * nl, 0, (slots - n) * nl * 4);
     }
 
 private:
@@ -121,7 +130,17 @@ private:
         if (i < 0 || i >= ndata_) fail_cat(errc::invalid_argument, "dataset: datapoint ", i, " outside 0..", ndata_ - 1);
         return static_cast<std::size_t>(i);
     }
-    static std::int64_t batch_of(const graph::node* t, std::int64_t per, const char* what) {
+    // The datapoints the data tensor holds (the labels tensor, when given, must hold as many).
+    std::int64_t batch_of(const graph::node* data, const graph::node* labels) const {
+        const std::int64_t b = slots(data, ne_data_, "data");
+        if (labels) {
+            const std::int64_t bl = slots(labels, ne_label_, "labels");
+            if (bl != b)
+                fail_cat(errc::shape_mismatch, "dataset::get_batch: the data tensor holds ", b, " datapoints, the labels tensor ", bl);
+        }
+        return b;
+    }
+    static std::int64_t slots(const graph::node* t, std::int64_t per, const char* what) {
         if (!t) fail_cat(errc::invalid_argument, "dataset::get_batch: no ", what, " tensor");
         if (t->lay.type != type_id::f32 || !t->lay.is_contiguous())
             fail_cat(errc::unsupported, "dataset::get_batch: the ", what, " tensor ", t->lay.to_string(), " must be contiguous f32");

@@ -73,23 +73,9 @@ inline result evaluate(trainer& t, const dataset& d, std::int64_t first = 0, std
     const std::int64_t b = t.batch_size();
     result r;
     r.reserve(count / b + 1, b);
-    auto* in = reinterpret_cast<float*>(t.inputs()->bytes());
-    auto* lab = reinterpret_cast<float*>(t.labels()->bytes());
-    const std::int64_t nd = d.ne_datapoint(), nl = d.ne_label();
     for (std::int64_t s = 0; s < count; s += b) {
         const std::int64_t n = std::min(b, count - s);
-        for (std::int64_t i = 0; i < b; ++i) {  // datapoint by datapoint (any offset, partial batches)
-            float* di = in + i * nd;
-            float* li = lab + i * nl;
-            if (i < n) {
-                const std::int64_t p = d.position(first + s + i);
-                std::memcpy(di, d.data().data() + p * nd, static_cast<std::size_t>(nd) * 4);
-                std::memcpy(li, d.labels().data() + p * nl, static_cast<std::size_t>(nl) * 4);
-            } else {
-                std::memset(di, 0, static_cast<std::size_t>(nd) * 4);
-                std::memset(li, 0, static_cast<std::size_t>(nl) * 4);
-            }
-        }
+        d.get_range(t.inputs(), t.labels(), first + s, n);  // a partial batch is padded with zeros
         t.forward();
         if (n == b) {
             t.record(r, n);

@@ -187,10 +187,7 @@ public:
         state_ = std::move(state);
         compute_buf_ = graph::allocate(g_);
 
-        const auto& nodes = g_.nodes();
-        plan_f_ = ex_.plan(std::span<node* const>(nodes.data(), n_forward_));
-        plan_b_ = ex_.plan(std::span<node* const>(nodes.data(), n_backward_));
-        plan_all_ = ex_.plan(std::span<node* const>(nodes));
+        make_plans();
         pred_host_.resize(static_cast<std::size_t>(batch_));
         reset_optimizer();
     }
@@ -213,10 +210,7 @@ public:
     void set_total_steps(std::int64_t n) noexcept { opt_.total_steps = n; }
     void set_n_threads(int n) {
         ex_.set_n_threads(n);
-        const auto& nodes = g_.nodes();
-        plan_f_ = ex_.plan(std::span<graph::node* const>(nodes.data(), n_forward_));
-        plan_b_ = ex_.plan(std::span<graph::node* const>(nodes.data(), n_backward_));
-        plan_all_ = ex_.plan(std::span<graph::node* const>(nodes));
+        make_plans();
     }
 
     // Zeroes the moments and accumulators and restarts the iteration count (the learning
@@ -280,6 +274,14 @@ public:
     }
 
 private:
+    // The executor's plans of the three prefixes (forward, + backward, + optimizer).
+    void make_plans() {
+        const auto& nodes = g_.nodes();
+        plan_f_ = ex_.plan(std::span<graph::node* const>(nodes.data(), n_forward_));
+        plan_b_ = ex_.plan(std::span<graph::node* const>(nodes.data(), n_backward_));
+        plan_all_ = ex_.plan(std::span<graph::node* const>(nodes));
+    }
+
     trainer_options opt_;
     backend::cpu::executor ex_;
     graph::cgraph g_;
