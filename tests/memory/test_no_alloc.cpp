@@ -2,6 +2,8 @@
 // global operator new and counts the calls made while run_planned executes a graph.
 #include <doctest/doctest.h>
 
+#include "../counting_new.hpp"  // counts operator new (this binary's only unit that replaces it)
+
 #include <atomic>
 #include <cstdlib>
 #include <new>
@@ -10,34 +12,8 @@
 #include "graphs.hpp"
 #include "tessera/memory/graph_allocator.hpp"
 
-namespace {
-std::atomic<bool> counting{false};
-std::atomic<long> news{0};
-void* counted(std::size_t n) {
-    if (counting.load(std::memory_order_relaxed)) news.fetch_add(1, std::memory_order_relaxed);
-    if (void* p = std::malloc(n ? n : 1)) return p;
-    throw std::bad_alloc();
-}
-void* counted_aligned(std::size_t n, std::align_val_t al) {
-    if (counting.load(std::memory_order_relaxed)) news.fetch_add(1, std::memory_order_relaxed);
-    const auto a = static_cast<std::size_t>(al);
-    if (void* p = std::aligned_alloc(a, (n + a - 1) / a * a)) return p;
-    throw std::bad_alloc();
-}
-}  // namespace
-
-void* operator new(std::size_t n) { return counted(n); }
-void* operator new[](std::size_t n) { return counted(n); }
-void* operator new(std::size_t n, std::align_val_t a) { return counted_aligned(n, a); }
-void* operator new[](std::size_t n, std::align_val_t a) { return counted_aligned(n, a); }
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete[](void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
-void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::align_val_t) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
+using alloc_count::counting;
+using alloc_count::news;
 
 using namespace tessera::memory;
 

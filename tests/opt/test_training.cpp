@@ -4,6 +4,8 @@
 // thread count; no allocation in a step; the dataset's shuffling and batches; fit/evaluate.
 #include <doctest/doctest.h>
 
+#include "../counting_new.hpp"  // counts operator new (this binary's only unit that replaces it)
+
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -14,29 +16,8 @@
 
 #include "tessera/opt/all.hpp"
 
-// Counts operator new while `counting` is set (for the no-allocation test).
-namespace {
-std::atomic<bool> counting{false};
-std::atomic<long> news{0};
-void* counted(std::size_t n, std::size_t align) {
-    if (counting.load(std::memory_order_relaxed)) news.fetch_add(1, std::memory_order_relaxed);
-    void* p = align > alignof(std::max_align_t) ? std::aligned_alloc(align, (n + align - 1) / align * align) : std::malloc(n ? n : 1);
-    if (!p) throw std::bad_alloc();
-    return p;
-}
-}  // namespace
-void* operator new(std::size_t n) { return counted(n, 0); }
-void* operator new[](std::size_t n) { return counted(n, 0); }
-void* operator new(std::size_t n, std::align_val_t a) { return counted(n, static_cast<std::size_t>(a)); }
-void* operator new[](std::size_t n, std::align_val_t a) { return counted(n, static_cast<std::size_t>(a)); }
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete[](void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
-void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::align_val_t) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
+using alloc_count::counting;
+using alloc_count::news;
 
 using namespace tessera;
 using namespace tessera::graph;
