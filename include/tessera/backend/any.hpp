@@ -251,7 +251,7 @@ inline any_buffer any_buffer_type::alloc_buffer(std::size_t n) const {
         fail(errc::out_of_memory, "buffer type " + std::string(name()) + ": " + std::to_string(n) +
                                       " bytes exceed its maximum buffer size " + std::to_string(max_size()));
     any_buffer b = get().alloc_buffer(n);
-    if (!b) fail(errc::out_of_memory, "buffer type " + std::string(name()) + ": could not allocate " + std::to_string(n) + " bytes");
+    if (!b) fail(errc::out_of_memory, "buffer type " + std::string(name()) + ": could not allocate " + bytes_str(n));
     if (!b.s_->type) b.s_->type = *this;
     return b;
 }

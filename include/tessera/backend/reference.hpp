@@ -55,7 +55,7 @@ public:
             try {
                 base_ = static_cast<std::byte*>(::operator new(n, std::align_val_t(reference_alignment)));
             } catch (const std::bad_alloc&) {
-                fail(errc::out_of_memory, "REF buffer: could not allocate " + std::to_string(n) + " bytes");
+                fail(errc::out_of_memory, "REF buffer: could not allocate " + bytes_str(n));
             }
             std::memset(base_, 0, n);
         }

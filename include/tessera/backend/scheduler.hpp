@@ -514,7 +514,15 @@ private:
             if (!buffers_[b] || buffers_[b].size() < need) {
                 if (buffers_[b]) ++reallocs_;
                 buffers_[b] = any_buffer();
-                buffers_[b] = buf_types_[b].alloc_buffer(need);
+                try {
+                    buffers_[b] = buf_types_[b].alloc_buffer(need);
+                } catch (const error& e) {
+                    if (e.code() != errc::out_of_memory) throw;
+                    fail(errc::out_of_memory, "scheduler: the compute buffer of " + std::string(buf_types_[b].name()) +
+                                                  " for a graph of " + std::to_string(order.size()) + " tensors needs " +
+                                                  bytes_str(need) + " (" + e.what() +
+                                                  "); try a smaller batch or context");
+                }
                 buffers_[b].set_usage(buffer_usage::compute);
             }
         }

@@ -3,6 +3,7 @@
 
 #include <concepts>
 #include <cstdint>
+#include <cstdio>
 #include <initializer_list>
 #include <stdexcept>
 #include <string>
@@ -90,6 +91,19 @@ private:
 template <class... Parts>
 [[noreturn]] inline void fail_cat(errc code, const Parts&... parts) {
     detail::fail_parts(code, {detail::msg_part(parts)...});
+}
+
+// A byte count for messages: "1310720 bytes (1.25 MiB)" (exact bytes, then a readable size).
+inline std::string bytes_str(std::uint64_t n) {
+    static constexpr const char* units[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+    std::string s = std::to_string(n) + (n == 1 ? " byte" : " bytes");
+    if (n < 1024) return s;
+    double v = static_cast<double>(n);
+    int u = -1;
+    while (v >= 1024.0 && u < 5) v /= 1024.0, ++u;
+    char buf[32];
+    const int k = std::snprintf(buf, sizeof buf, " (%.2f %s)", v, units[u]);
+    return s + std::string(buf, static_cast<std::size_t>(k > 0 ? k : 0));
 }
 
 // Checks a precondition on user input; the message says what was wrong and where.

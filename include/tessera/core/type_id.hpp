@@ -87,6 +87,12 @@ constexpr bool is_quantized(type_id t) { return info(t).is_quantized; }
 // f32, f16 or bf16: the types converted element by element to and from f32.
 constexpr bool is_float(type_id t) { return t == type_id::f32 || t == type_id::f16 || t == type_id::bf16; }
 
+// Types ggml uses only for quantized activations (the partner a weight type's dot
+// product reads): q8_1 (of q4_1/q5_1) and q8_K (of the K-quants). ggml has no kernel
+// with them as weights and llama-quantize never writes them, so a model file holding a
+// weight of one of them is refused.
+constexpr bool is_activation_only(type_id t) { return t == type_id::q8_1 || t == type_id::q8_K; }
+
 // Bytes of a row of n elements; throws when n is not a whole number of blocks.
 constexpr std::int64_t row_size(type_id t, std::int64_t n) {
     const type_info& ti = info(t);

@@ -3,7 +3,9 @@
 // the core layers: it only uses the public graph, backend, gguf and text APIs.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -49,6 +51,13 @@ inline std::optional<float> meta_float(const gguf::metadata& m, const std::strin
                            ", expected a float");
 }
 
+// A float for messages: shortest round-trip-ish form ("0", "1e-05", "nan", "inf").
+inline std::string float_str(float v) {
+    char buf[32];
+    const int k = std::snprintf(buf, sizeof buf, "%g", static_cast<double>(v));
+    return std::string(buf, static_cast<std::size_t>(k > 0 ? k : 0));
+}
+
 inline std::int64_t need_int(const gguf::metadata& m, const std::string& key) {
     const auto v = meta_int(m, key);
     if (!v) fail(errc::format, "model metadata: required key '" + key + "' is missing");
@@ -70,6 +79,13 @@ struct llama_hparams {
     float rope_freq_base = 10000.0f;    // <arch>.rope.freq_base
     float rope_freq_scale = 1.0f;       // 1 / <arch>.rope.scaling.factor for linear scaling
     float rms_eps = 1e-5f;              // <arch>.attention.layer_norm_rms_epsilon
+
+    // Limits on what a file may declare (far above any published model; a value past them
+    // is a corrupt or hostile file, refused before it sizes an allocation).
+    static constexpr std::int64_t max_context = std::int64_t{1} << 24;  // tokens (16 Mi)
+    static constexpr std::int64_t max_dim = std::int64_t{1} << 20;      // embedding / feed-forward length
+    static constexpr std::int64_t max_layers = 4096;
+    static constexpr std::int64_t max_vocab = std::int64_t{1} << 24;
 
     std::int64_t n_embd_head() const noexcept { return n_head > 0 ? n_embd / n_head : 0; }
     std::int64_t n_embd_kv() const noexcept { return n_embd_head() * n_head_kv; }
@@ -116,8 +132,27 @@ struct llama_hparams {
         if (h.n_rot <= 0 || h.n_rot > h.n_embd_head() || h.n_rot % 2 != 0)
             fail(errc::format, "model metadata: rope dimension count " + std::to_string(h.n_rot) +
                                    " must be even and at most the head size " + std::to_string(h.n_embd_head()));
+        if (!std::isfinite(h.rope_freq_base) || !(h.rope_freq_base > 0.0f))
+            fail(errc::format, "model metadata: '" + p + "rope.freq_base' is " + detail::float_str(h.rope_freq_base) +
+                                   ", must be a finite number > 0");
+        if (!std::isfinite(h.rope_freq_scale) || !(h.rope_freq_scale > 0.0f))
+            fail(errc::format, "model metadata: '" + p + "rope.scaling.factor' gives the frequency scale " +
+                                   detail::float_str(h.rope_freq_scale) + ", must be a finite number > 0");
+        if (!std::isfinite(h.rms_eps) || !(h.rms_eps > 0.0f) || !(h.rms_eps < 1.0f))
+            fail(errc::format, "model metadata: '" + p + "attention.layer_norm_rms_epsilon' is " + detail::float_str(h.rms_eps) +
+                                   ", must be a finite number in (0, 1)");
+        if (h.n_ctx_train > max_context)
+            fail(errc::format, "model metadata: '" + p + "context_length' is " + std::to_string(h.n_ctx_train) +
+                                   ", above the " + std::to_string(max_context) + " tokens tessera accepts");
+        if (h.n_embd > max_dim || h.n_ff > max_dim || h.n_layer > max_layers)
+            fail(errc::format, "model metadata: sizes above tessera's limits (embedding and feed-forward length <= " +
+                                   std::to_string(max_dim) + ", block count <= " + std::to_string(max_layers) + "): " +
+                                   h.summary());
         if (const auto v = meta_int(m, p + "vocab_size")) h.n_vocab = *v;
         else if (m.contains("tokenizer.ggml.tokens")) h.n_vocab = static_cast<std::int64_t>(m.array_size("tokenizer.ggml.tokens"));
+        if (h.n_vocab < 0 || h.n_vocab > max_vocab)
+            fail(errc::format, "model metadata: the vocabulary size " + std::to_string(h.n_vocab) + " is outside 0.." +
+                                   std::to_string(max_vocab));
         return h;
     }
 

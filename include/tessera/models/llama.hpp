@@ -76,7 +76,12 @@ public:
     llama_model(gguf::file f, const llama_options& o = {}) : s_(std::make_unique<state>()) {
         s_->file = std::move(f);
         s_->opt = o;
-        init();
+        try {
+            init();
+        } catch (const std::bad_alloc&) {  // (buffers report their own sizes; this is any other allocation)
+            fail(errc::out_of_memory, "model '" + s_->file.source() +
+                                          "': ran out of memory while loading; try a smaller context (n_ctx, generate -c)");
+        }
     }
 
     const llama_hparams& hparams() const noexcept { return s_->hp; }
@@ -144,8 +149,14 @@ public:
         for (std::int64_t i0 = 0; i0 < n; i0 += s_->opt.n_batch) {
             const std::int64_t k = std::min(s_->opt.n_batch, n - i0);
             const bool last = i0 + k == n;
-            std::vector<float> part = eval_batch(tokens.subspan(static_cast<std::size_t>(i0), static_cast<std::size_t>(k)),
-                                                 all_logits);
+            std::vector<float> part;
+            try {
+                part = eval_batch(tokens.subspan(static_cast<std::size_t>(i0), static_cast<std::size_t>(k)), all_logits);
+            } catch (const std::bad_alloc&) {
+                fail(errc::out_of_memory, "llama_model::eval: ran out of memory for a batch of " + std::to_string(k) +
+                                              " tokens after " + std::to_string(s_->n_past) +
+                                              " cached ones; try a smaller batch (n_batch) or context (n_ctx)");
+            }
             if (all_logits) out.insert(out.end(), part.begin(), part.end());
             else if (last) out = std::move(part);
         }
@@ -217,8 +228,10 @@ private:
             fail(errc::shape_mismatch, "model '" + s.file.source() + "': tensor '" + name + "' has shape " +
                                            shape_str(t->ne, t->n_dims) + ", expected " +
                                            shape_str(want, static_cast<int>(shape.size())));
-        const bool float_type = t->type == type_id::f32 || t->type == type_id::f16 || t->type == type_id::bf16;
-        if (!float_type && !quant::can_dequantize(t->type))
+        if (is_activation_only(t->type))
+            fail(errc::format, "model '" + s.file.source() + "': weight '" + name + "' has type " +
+                                   std::string(type_name(t->type)) + ", a type of quantized activations only (no weight is stored in it)");
+        if (!is_float(t->type) && !quant::can_dequantize(t->type))
             fail(errc::unsupported, "model '" + s.file.source() + "': tensor '" + name + "' has type " +
                                         std::string(type_name(t->type)) + ", which tessera cannot compute with yet");
         if (shape.size() == 1 && t->type != type_id::f32)
@@ -235,16 +248,32 @@ private:
 
     void init() {
         state& s = *s_;
-        s.hp = llama_hparams::from_metadata(s.file.meta());
+        try {
+            s.hp = llama_hparams::from_metadata(s.file.meta());
+        } catch (const error& e) {
+            fail(e.code(), "model '" + s.file.source() + "': " + e.what());
+        }
         llama_hparams& h = s.hp;
         if (s.file.meta().contains("tokenizer.ggml.model")) s.tok.emplace(text::vocab_from_gguf(s.file));
         const gguf::tensor_info* emb = s.file.find_tensor("token_embd.weight");
         if (!emb) fail(errc::format, "model '" + s.file.source() + "': tensor 'token_embd.weight' is missing");
         if (h.n_vocab == 0) h.n_vocab = emb->ne[1];
+        if (emb->ne[1] != h.n_vocab)
+            fail(errc::format, "model '" + s.file.source() + "': 'token_embd.weight' has " + std::to_string(emb->ne[1]) +
+                                   " rows but the vocabulary has " + std::to_string(h.n_vocab) + " tokens" +
+                                   (s.file.meta().contains(h.arch + ".vocab_size") ? " ('" + h.arch + ".vocab_size')" : ""));
+        if (s.tok && s.tok->get_vocab().n_tokens() != static_cast<std::uint64_t>(h.n_vocab))
+            fail(errc::format, "model '" + s.file.source() + "': 'tokenizer.ggml.tokens' has " +
+                                   std::to_string(s.tok->get_vocab().n_tokens()) + " tokens but the model's vocabulary size is " +
+                                   std::to_string(h.n_vocab) + " (the rows of 'token_embd.weight')");
+        check_blocks();
         if (s.opt.kv_type != type_id::f16 && s.opt.kv_type != type_id::f32)
             fail(errc::unsupported, "llama_model: KV cache type " + std::string(type_name(s.opt.kv_type)) +
                                         " (only f16 and f32 so far)");
         if (s.opt.n_batch < 1) fail(errc::invalid_argument, "llama_model: n_batch must be >= 1");
+        if (s.opt.n_ctx < 0 || s.opt.n_ctx > llama_hparams::max_context)
+            fail(errc::invalid_argument, "llama_model: n_ctx " + std::to_string(s.opt.n_ctx) + " is outside 0.." +
+                                             std::to_string(llama_hparams::max_context) + " (0: the training context, at most 4096)");
         s.n_ctx = s.opt.n_ctx > 0 ? s.opt.n_ctx : std::min<std::int64_t>(h.n_ctx_train, 4096);
         s.n_threads = s.opt.n_threads > 0 ? s.opt.n_threads : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
 
@@ -294,12 +323,36 @@ private:
             caches.push_back(l.v_cache);
             s.layers.push_back(l);
         }
-        s.kv_buf = backend::alloc_tensors(caches, s.dev_stream ? s.dev.buffer_type() : backend::cpu_buffer_type());
+        try {
+            s.kv_buf = backend::alloc_tensors(caches, s.dev_stream ? s.dev.buffer_type() : backend::cpu_buffer_type());
+        } catch (const error& e) {
+            if (e.code() != errc::out_of_memory) throw;
+            const auto bytes = static_cast<std::uint64_t>(2 * h.n_layer * EKV * s.n_ctx * type_size(s.opt.kv_type));
+            fail(errc::out_of_memory, "model '" + s.file.source() + "': the KV cache (" + std::to_string(s.n_ctx) + " tokens x " +
+                                          std::to_string(h.n_layer) + " layers, " + std::string(type_name(s.opt.kv_type)) + ", " +
+                                          bytes_str(bytes) + ") could not be allocated on " + std::string(s.dev.name()) +
+                                          " (" + e.what() + "); try a smaller context (n_ctx, generate -c)");
+        }
         s.kv_buf.clear(0);
         s.cpu = backend::cpu_init(s.n_threads);
         std::vector<backend::any_backend> streams{s.cpu};
         if (s.dev_stream) streams.insert(streams.begin(), s.dev_stream);
         s.sched = std::make_unique<backend::scheduler>(std::move(streams), std::vector<backend::any_buffer_type>{}, s.opt.n_copies);
+    }
+
+    // Every 'blk.N.' tensor belongs to a block below the declared block count.
+    void check_blocks() const {
+        const state& s = *s_;
+        for (const auto& t : s.file.tensors()) {
+            const std::string_view nm = t.name;
+            if (!nm.starts_with("blk.")) continue;
+            std::int64_t b = 0;
+            std::size_t i = 4;
+            for (; i < nm.size() && nm[i] >= '0' && nm[i] <= '9' && b <= llama_hparams::max_layers; ++i) b = b * 10 + (nm[i] - '0');
+            if (i > 4 && i < nm.size() && nm[i] == '.' && b >= s.hp.n_layer)
+                fail(errc::format, "model '" + s.file.source() + "': tensor '" + t.name + "' belongs to block " + std::to_string(b) +
+                                       ", but '" + s.hp.arch + ".block_count' is " + std::to_string(s.hp.n_layer));
+        }
     }
 
     static backend::any_device find_device(const std::string& name) {

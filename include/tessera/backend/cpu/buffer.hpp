@@ -30,7 +30,7 @@ public:
             try {
                 base_ = static_cast<std::byte*>(::operator new(n, std::align_val_t(align_)));
             } catch (const std::bad_alloc&) {
-                fail(errc::out_of_memory, "CPU buffer: could not allocate " + std::to_string(n) + " bytes");
+                fail(errc::out_of_memory, "CPU buffer: could not allocate " + bytes_str(n));
             }
             std::memset(base_, 0, n);
         }
