@@ -9,7 +9,7 @@
 # 4 KiB prefixes of the larger ones, copied into a temporary folder (never the repo).
 # A single allocation over 64 MiB counts as a crash (inputs are at most 64 KiB, so
 # that would be an allocation driven by a hostile count).
-# Exit status: 0 when no crash was found; libFuzzer's status otherwise, with the crash
+# Exit status (tests/fuzz/libfuzzer.sh): 0 when no crash was found; libFuzzer's status otherwise, with the crash
 # input left in the work folder it prints.
 set -eu
 build=${1:?usage: run_fuzz.sh <build-dir> [seconds] [corpus-dir]}
@@ -23,7 +23,7 @@ if [ ! -x "$fuzzer" ] || [ ! -x "$seeds" ]; then
 fi
 work=$(mktemp -d "${TMPDIR:-/tmp}/tessera-gguf-fuzz.XXXXXX")
 corpus=${3:-$work/corpus}
-mkdir -p "$corpus" "$work/artifacts"
+mkdir -p "$corpus"
 "$seeds" "$corpus" >/dev/null
 data=${TESSERA_SHARED_DATA:-$here/../../../shared/data}
 if [ -d "$data" ]; then
@@ -36,18 +36,5 @@ if [ -d "$data" ]; then
 else
     echo "run_fuzz.sh: no shared data at $data; fuzzing from the generated seeds only" >&2
 fi
-echo "run_fuzz.sh: $(ls "$corpus" | wc -l) seeds, ${secs}s, work folder $work"
-set +e
-ASAN_OPTIONS=${ASAN_OPTIONS:-quarantine_size_mb=64} \
-"$fuzzer" -max_total_time="$secs" -max_len=65536 -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=64 \
-    -artifact_prefix="$work/artifacts/" -print_final_stats=1 "$corpus" 2>"$work/fuzz.log"
-rc=$?
-set -e
-tail -n 25 "$work/fuzz.log"
-if [ "$rc" -ne 0 ]; then
-    echo "run_fuzz.sh: the fuzzer failed (status $rc); crash inputs in $work/artifacts:" >&2
-    ls -l "$work/artifacts" >&2
-    exit "$rc"
-fi
+"$here/../fuzz/libfuzzer.sh" run_fuzz.sh "$fuzzer" "$secs" "$corpus" "$work"
 [ -n "${3:-}" ] || rm -rf "$work"
-echo "run_fuzz.sh: no crash in ${secs}s"

@@ -11,10 +11,13 @@
 
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
+#include "fuzz_model_body.hpp"
 #include "hostile_models.hpp"
 #include "tessera/models/llama.hpp"
 
@@ -153,4 +156,24 @@ TEST_CASE("memory exhaustion: a compute buffer that does not fit is named, with 
                        msg.find("llama_model::eval: ran out of memory for a batch of 4096 tokens") != std::string::npos;
     CHECK(named);
     CHECK(msg.find("try a smaller batch") != std::string::npos);
+}
+
+TEST_CASE("model fuzzer: its seeds load and run, its findings are refused or run") {
+    for (const auto& s : model_fuzz::seeds()) {
+        CAPTURE(s.name);
+        CHECK(s.bytes.size() < 128 * 1024);  // under the fuzzer's max_len
+        CHECK(model_fuzz::run_one(reinterpret_cast<const std::uint8_t*>(s.bytes.data()), s.bytes.size()));
+    }
+#ifdef TESSERA_MODEL_FUZZ_REGRESSIONS
+    int n = 0;
+    for (const auto& e : std::filesystem::directory_iterator(TESSERA_MODEL_FUZZ_REGRESSIONS)) {
+        if (e.path().filename() == "README") continue;
+        CAPTURE(e.path().string());
+        std::ifstream f(e.path(), std::ios::binary);
+        const std::vector<char> b((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+        (void)model_fuzz::run_one(reinterpret_cast<const std::uint8_t*>(b.data()), b.size());  // must not crash
+        ++n;
+    }
+    MESSAGE(n << " fuzz regression inputs replayed");
+#endif
 }

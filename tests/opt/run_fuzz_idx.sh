@@ -12,11 +12,12 @@
 # A single allocation over 64 MiB counts as a crash (inputs are at most 64 KiB and the
 # fuzzer inflates to at most 8 MiB, so that would be an allocation driven by a hostile
 # count).
-# Exit status: 0 when no crash was found; libFuzzer's status otherwise, with the crash
+# Exit status (tests/fuzz/libfuzzer.sh): 0 when no crash was found; libFuzzer's status otherwise, with the crash
 # input left in the work folder it prints.
 set -eu
 build=${1:?usage: run_fuzz_idx.sh <build-dir> [seconds] [corpus-dir]}
 secs=${2:-60}
+here=$(cd "$(dirname "$0")" && pwd)
 fuzzer=$build/tests/opt/fuzz_idx
 if [ ! -x "$fuzzer" ]; then
     echo "run_fuzz_idx.sh: $fuzzer missing; configure with CXX=clang++ meson setup <dir> -Dfuzz=true and build it" >&2
@@ -24,7 +25,7 @@ if [ ! -x "$fuzzer" ]; then
 fi
 work=$(mktemp -d "${TMPDIR:-/tmp}/tessera-idx-fuzz.XXXXXX")
 corpus=${3:-$work/corpus}
-mkdir -p "$corpus" "$work/artifacts"
+mkdir -p "$corpus"
 
 # Valid IDX files (octal escapes: POSIX printf): magic 0 0 <type> <n dims>, big-endian
 # u32 dims, big-endian elements.
@@ -47,18 +48,5 @@ fi
 if [ -f "$data/t10k-images-idx3-ubyte.gz" ]; then
     head -c 4096 "$data/t10k-images-idx3-ubyte.gz" >"$corpus/fashion-t10k-images-prefix.gz"
 fi
-echo "run_fuzz_idx.sh: $(ls "$corpus" | wc -l) seeds, ${secs}s, work folder $work"
-set +e
-ASAN_OPTIONS=${ASAN_OPTIONS:-quarantine_size_mb=64} \
-"$fuzzer" -max_total_time="$secs" -max_len=65536 -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=64 \
-    -artifact_prefix="$work/artifacts/" -print_final_stats=1 "$corpus" 2>"$work/fuzz.log"
-rc=$?
-set -e
-tail -n 25 "$work/fuzz.log"
-if [ "$rc" -ne 0 ]; then
-    echo "run_fuzz_idx.sh: the fuzzer failed (status $rc); crash inputs in $work/artifacts:" >&2
-    ls -l "$work/artifacts" >&2
-    exit "$rc"
-fi
+"$here/../fuzz/libfuzzer.sh" run_fuzz_idx.sh "$fuzzer" "$secs" "$corpus" "$work"
 [ -n "${3:-}" ] || rm -rf "$work"
-echo "run_fuzz_idx.sh: no crash in ${secs}s"
