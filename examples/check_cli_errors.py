@@ -15,6 +15,9 @@ an error. For each it checks, where the program has such a thing:
   (e) quantize: a failing run (bad input, a write that fails half-way under a file
       size limit) leaves an existing output byte-identical and no temporary files;
       an output equal to the input is refused; a good run replaces the output
+      generate --random-out: the same for its file (missing folder, failed write, good run)
+      generate: out of memory (a 40 GB KV cache under a 2 GB address-space limit; not in
+      sanitizer builds): status 1, one line with the hint to try a smaller context
   (f) every run: no "terminate called", "Aborted", "Segmentation fault" or stack
       trace in the output, and no death by a signal (status >= 128)
   --help / -h: status 0 and "usage:" on stdout.
@@ -168,11 +171,31 @@ def check_all(exes, data, tmp):
             expect(name, exe, ["--bogus"], 2, ["--bogus", usage_hint(name)])
             expect(name, exe, ["-m"], 2, ["-m", "needs a value", usage_hint(name)])
             expect(name, exe, ["stray"], 2, ["stray", usage_hint(name)])
+            expect(name, exe, ["-m", ""], 2, ["-m", usage_hint(name)], what="empty model name")
             for opt, val in (("-n", "abc"), ("-t", "-3"), ("-t", "0"), ("-c", "12x"), ("-b", ""), ("--temp", "nan"),
                              ("--top-p", "2"), ("--seed", "-1"), ("--n-copies", "99999999999999999999")):
                 expect(name, exe, ["-m", missing, opt, val], 2, [opt, "'%s'" % val if not val else val, usage_hint(name)])
             for what, path in bad.items():
                 expect(name, exe, ["-m", path, "-n", "1"], 1, [path], what=what)
+            # --random-out: written under a temporary name, renamed on success
+            rnd = os.path.join(tmp, "random.gguf")
+            expect(name, exe, ["--random-out", os.path.join(missing_dir, "r.gguf"), "-n", "1"], 1, [missing_dir],
+                   what="--random-out into a missing folder")
+            with open(rnd, "wb") as f:
+                f.write(b"old random model\n")
+            expect(name, exe, ["--random-out", rnd, "-n", "1", "-t", "1"], 1, [rnd], limit_file_size=100000,
+                   what="--random-out write fails half-way (RLIMIT_FSIZE)")
+            with open(rnd, "rb") as f:
+                same = f.read() == b"old random model\n"
+            left = sorted(f for f in os.listdir(tmp) if ".tmp" in f)
+            check(same and not left, "generate: a failed --random-out leaves the old file, no temporaries")
+            rc, out, err = run(exe, ["--random-out", rnd, "-n", "1", "-t", "1"])
+            sane(name, ["--random-out", rnd], rc, out, err)
+            with open(rnd, "rb") as f:
+                head = f.read(4)
+            left = sorted(f for f in os.listdir(tmp) if ".tmp" in f)
+            check(rc == 0 and head == b"GGUF" and not left, "generate: --random-out replaces the file, no temporaries",
+                  rc, out, err)
             if model:
                 expect(name, exe, ["-m", model, "-n", "2", "-t", "1", "--device", "no-such-device"], 1,
                        ["no-such-device"], what="unknown device")

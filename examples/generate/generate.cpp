@@ -83,6 +83,7 @@ args parse(int argc, char** argv, bool& help) {
             return a;
         } else if (o == "-m" || o == "--model") {
             a.model = value();
+            if (a.model.empty()) throw usage_error(std::string(o) + " needs a file name, not ''");
         } else if (o == "-p" || o == "--prompt") {
             a.prompt = value();
         } else if (o == "-n" || o == "--n-predict") {
@@ -120,6 +121,7 @@ args parse(int argc, char** argv, bool& help) {
             a.random_type = *t;
         } else if (o == "--random-out") {
             a.random_out = value();
+            if (a.random_out.empty()) throw usage_error("--random-out needs a file name, not ''");
         } else if (o.size() > 1 && o[0] == '-') {
             throw usage_error("unknown option '" + std::string(o) + "'");
         } else {
