@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "../common/cli.hpp"
 #include "tessera/backend/all.hpp"
 #include "tessera/graph/all.hpp"
 #include "tessera/backend/cpu.hpp"
@@ -109,10 +110,12 @@ inline be::any_reg reg() {
 
 }  // namespace toy
 
-int main() {
+int main(int argc, char** argv) {
     using namespace tessera;
     namespace be = tessera::backend;
-    try {
+    return cli::run("custom_backend", "", [&](cli::state&) {
+        if (cli::help_only(argc, argv, "usage: custom_backend\nRuns a small graph on an out-of-tree toy device and the CPU, and checks the result (no options).\n"))
+            return 0;
         be::registry::global().register_backend(toy::reg());
         std::printf("devices: %s\n", be::registry::global().names().c_str());
         be::any_backend t = be::registry::global().init_by_name("toy");
@@ -143,9 +146,11 @@ int main() {
             bad += std::abs(out[i] - want) > 1e-5;
         }
         std::printf("TOY computed %d ops\n", toy::ops_done);
-        return bad == 0 && toy::ops_done == 2 && s.n_splits() == 2 ? 0 : 1;
-    } catch (const tessera::error& e) {
-        std::fprintf(stderr, "custom_backend: %s\n", e.what());
-        return 1;
-    }
+        if (bad != 0 || toy::ops_done != 2 || s.n_splits() != 2) {
+            std::fprintf(stderr, "custom_backend: wrong result (%d wrong values, %d TOY ops, %d splits; want 0, 2, 2)\n", bad,
+                         toy::ops_done, s.n_splits());
+            return 1;
+        }
+        return 0;
+    });
 }

@@ -13,10 +13,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <limits>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "../common/cli.hpp"
 #include "tessera/backend/vulkan.hpp"  // --device vulkan (registry::global() lists the devices a program includes)
 #include "tessera/models/llama.hpp"
 #include "tessera/models/random.hpp"
@@ -60,62 +62,39 @@ struct args {
     int n_copies = 1;
 };
 
-[[noreturn]] void usage_error(const std::string& msg) {
-    std::fprintf(stderr, "generate: %s\n%s", msg.c_str(), usage_text);
-    std::exit(2);
+using cli::to_int;
+using cli::usage_error;
+
+float to_float(std::string_view opt, const std::string& v, double lo, double hi) {
+    return static_cast<float>(cli::to_float(opt, v, lo, hi));
 }
 
-long long to_int(std::string_view opt, const std::string& v, long long lo, long long hi) {
-    std::size_t used = 0;
-    long long x = 0;
-    try {
-        x = std::stoll(v, &used);
-    } catch (...) {
-        used = 0;
-    }
-    if (used != v.size() || v.empty()) usage_error(std::string(opt) + " wants an integer, not '" + v + "'");
-    if (x < lo || x > hi)
-        usage_error(std::string(opt) + " = " + v + " is outside " + std::to_string(lo) + ".." + std::to_string(hi));
-    return x;
-}
-
-float to_float(std::string_view opt, const std::string& v) {
-    std::size_t used = 0;
-    float x = 0;
-    try {
-        x = std::stof(v, &used);
-    } catch (...) {
-        used = 0;
-    }
-    if (used != v.size() || v.empty()) usage_error(std::string(opt) + " wants a number, not '" + v + "'");
-    return x;
-}
-
-args parse(int argc, char** argv) {
+// The options; throws cli::usage_error. help is set for -h / --help (nothing else is read).
+args parse(int argc, char** argv, bool& help) {
     args a;
     for (int i = 1; i < argc; ++i) {
         const std::string_view o = argv[i];
         auto value = [&]() -> std::string {
-            if (i + 1 >= argc) usage_error(std::string(o) + " needs a value");
+            if (i + 1 >= argc) throw usage_error(std::string(o) + " needs a value");
             return argv[++i];
         };
         if (o == "-h" || o == "--help") {
-            std::fputs(usage_text, stdout);
-            std::exit(0);
+            help = true;
+            return a;
         } else if (o == "-m" || o == "--model") {
             a.model = value();
+            if (a.model.empty()) throw usage_error(std::string(o) + " needs a file name, not ''");
         } else if (o == "-p" || o == "--prompt") {
             a.prompt = value();
         } else if (o == "-n" || o == "--n-predict") {
             a.n_predict = static_cast<int>(to_int(o, value(), 0, 1 << 20));
         } else if (o == "--temp") {
-            a.sp.temp = to_float(o, value());
-            if (!(a.sp.temp >= 0.0f)) usage_error("--temp must be >= 0");
+            a.sp.temp = to_float(o, value(), 0.0, 1e9);
         } else if (o == "--top-k") {
             a.sp.top_k = static_cast<int>(to_int(o, value(), 0, 1 << 30));
         } else if (o == "--top-p") {
-            a.sp.top_p = to_float(o, value());
-            if (!(a.sp.top_p > 0.0f && a.sp.top_p <= 1.0f)) usage_error("--top-p must be in (0, 1]");
+            a.sp.top_p = to_float(o, value(), 0.0, 1.0);
+            if (!(a.sp.top_p > 0.0f)) throw usage_error("--top-p " + std::string(argv[i]) + " is outside (0, 1]");
         } else if (o == "--seed") {
             a.sp.seed = static_cast<std::uint64_t>(to_int(o, value(), 0, std::numeric_limits<long long>::max()));
         } else if (o == "-t" || o == "--threads") {
@@ -128,7 +107,7 @@ args parse(int argc, char** argv) {
             const std::string v = value();
             if (v == "f16") a.kv = type_id::f16;
             else if (v == "f32") a.kv = type_id::f32;
-            else usage_error("--kv must be f16 or f32, not '" + v + "'");
+            else throw usage_error("--kv must be f16 or f32, not '" + v + "'");
         } else if (o == "--no-fa") {
             a.flash_attn = false;
         } else if (o == "--device") {
@@ -138,12 +117,15 @@ args parse(int argc, char** argv) {
         } else if (o == "--random-type") {
             const std::string v = value();
             const auto t = type_from_name(v);
-            if (!t) usage_error("--random-type: unknown type '" + v + "'");
+            if (!t) throw usage_error("--random-type: unknown type '" + v + "'");
             a.random_type = *t;
         } else if (o == "--random-out") {
             a.random_out = value();
+            if (a.random_out.empty()) throw usage_error("--random-out needs a file name, not ''");
+        } else if (o.size() > 1 && o[0] == '-') {
+            throw usage_error("unknown option '" + std::string(o) + "'");
         } else {
-            usage_error("unknown option '" + std::string(o) + "'");
+            throw usage_error("unexpected argument '" + std::string(o) + "' (the model goes after -m)");
         }
     }
     return a;
@@ -153,8 +135,18 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-// Writes the random demo model and returns its path (a temporary file unless --random-out).
-std::string write_random_model(const args& a, bool& temporary) {
+// Removes a file when it goes out of scope (the random demo model's temporary file).
+struct remove_on_exit {
+    std::string path;
+    ~remove_on_exit() {
+        if (!path.empty()) std::remove(path.c_str());
+    }
+};
+
+// Writes the random demo model and returns its path: --random-out (written under a
+// temporary name and renamed, so a failure leaves no partial file), else a file in the
+// temporary folder that cleanup removes.
+std::string write_random_model(const args& a, remove_on_exit& cleanup) {
     models::random_llama_config c;
     c.n_embd = 256;
     c.n_layer = 4;
@@ -163,14 +155,19 @@ std::string write_random_model(const args& a, bool& temporary) {
     c.n_head_kv = 4;
     c.n_ctx = 1024;
     c.weight_type = a.random_type;
-    temporary = a.random_out.empty();
     std::string path = a.random_out;
-    if (temporary) {
+    if (path.empty()) {
         path = (std::filesystem::temp_directory_path() /
                 ("tessera-random-llama-" + std::to_string(std::chrono::steady_clock::now().time_since_epoch().count()) + ".gguf"))
                    .string();
+        cleanup.path = path;
+        models::random_llama(c).write_to_file(path);
+    } else {
+        cli::check_output_folder("--random-out", path);
+        cli::atomic_output out(path);
+        models::random_llama(c).write_to_file(out.tmp_path());
+        out.commit();
     }
-    models::random_llama(c).write_to_file(path);
     std::fprintf(stderr,
                  "generate: no model given (-m); wrote a random-weight llama model (%lld layers, n_embd %lld, %s weights) "
                  "to %s (random weights: expect gibberish)\n",
@@ -179,14 +176,16 @@ std::string write_random_model(const args& a, bool& temporary) {
     return path;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-    const args a = parse(argc, argv);
-    bool temporary = false;
+int run(const args& a, cli::state& st) {
+    remove_on_exit cleanup;
     std::string path = a.model;
+    bool mid_line = false;  // stdout has the prompt and pieces but no newline yet
     try {
-        if (path.empty()) path = write_random_model(a, temporary);
+        if (path.empty()) {
+            st.file = a.random_out;
+            path = write_random_model(a, cleanup);
+        }
+        st.file = path;
         models::llama_model m = models::llama_model::load(
             path, {.n_threads = a.threads,
                    .n_ctx = a.n_ctx,
@@ -195,7 +194,10 @@ int main(int argc, char** argv) {
                    .flash_attn = a.flash_attn,
                    .device = a.device,
                    .n_copies = a.n_copies});
-        if (temporary) std::filesystem::remove(path);  // the weights stay mapped
+        if (!cleanup.path.empty()) {  // the weights stay mapped
+            std::remove(cleanup.path.c_str());
+            cleanup.path.clear();
+        }
         const auto& hp = m.hparams();
         std::fprintf(stderr, "generate: %s: %s, %lld layers, n_embd %lld, n_vocab %lld, %.2f M parameters, %.1f MiB of weights, %d threads, device %s\n",
                      m.file().source().c_str(), hp.arch.c_str(), static_cast<long long>(hp.n_layer),
@@ -208,12 +210,13 @@ int main(int argc, char** argv) {
             return 1;
         }
         if (static_cast<std::int64_t>(ids.size()) >= m.n_ctx()) {
-            std::fprintf(stderr, "generate: the prompt has %zu tokens, the context only %lld\n", ids.size(),
+            std::fprintf(stderr, "generate: the prompt has %zu tokens, the context (-c) only %lld\n", ids.size(),
                          static_cast<long long>(m.n_ctx()));
             return 1;
         }
         std::fputs(a.prompt.c_str(), stdout);
         std::fflush(stdout);
+        mid_line = true;
 
         models::sampler smp(a.sp);
         const std::vector<std::int32_t> prompt(ids.begin(), ids.end());
@@ -222,6 +225,7 @@ int main(int argc, char** argv) {
         const double t_prompt = seconds_since(t0);
 
         int n_gen = 0, n_eval = 0;  // tokens written; tokens run through the model one by one
+        bool full = false;
         t0 = std::chrono::steady_clock::now();
         while (n_gen < a.n_predict) {
             const std::int32_t next = smp.sample(logits);
@@ -231,7 +235,7 @@ int main(int argc, char** argv) {
             std::fflush(stdout);
             if (++n_gen == a.n_predict) break;
             if (m.n_past() >= m.n_ctx()) {
-                std::fprintf(stderr, "\ngenerate: the context of %lld tokens is full\n", static_cast<long long>(m.n_ctx()));
+                full = true;
                 break;
             }
             logits = m.eval(std::span<const std::int32_t>(&next, 1));
@@ -240,15 +244,33 @@ int main(int argc, char** argv) {
         const double t_gen = seconds_since(t0);
         std::fputc('\n', stdout);
         std::fflush(stdout);
+        mid_line = false;
+        if (full) std::fprintf(stderr, "generate: the context of %lld tokens is full\n", static_cast<long long>(m.n_ctx()));
         std::fprintf(stderr, "generate: prompt     %5zu tokens in %8.2f ms = %9.1f tokens/s\n", prompt.size(), t_prompt * 1e3,
                      static_cast<double>(prompt.size()) / t_prompt);
         std::fprintf(stderr, "generate: generation %5d tokens in %8.2f ms = %9.1f tokens/s (%d generated)\n", n_eval,
                      t_gen * 1e3, n_eval > 0 ? n_eval / t_gen : 0.0, n_gen);
         std::fprintf(stderr, "generate: compute buffer %.2f MiB\n", static_cast<double>(m.compute_buffer_size()) / (1024.0 * 1024.0));
         return 0;
-    } catch (const std::exception& e) {
-        if (temporary) std::filesystem::remove(path);
-        std::fprintf(stderr, "\ngenerate: %s\n", e.what());
-        return 1;
+    } catch (...) {
+        if (mid_line) {  // end the text line so the error does not trail it on a terminal
+            std::fputc('\n', stdout);
+            std::fflush(stdout);
+        }
+        throw;
     }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    return cli::run("generate", "try a smaller context (-c), a quantized model or fewer threads (-t)", [&](cli::state& st) {
+        bool help = false;
+        const args a = parse(argc, argv, help);
+        if (help) {
+            std::fputs(usage_text, stdout);
+            return 0;
+        }
+        return run(a, st);
+    });
 }

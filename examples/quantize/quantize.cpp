@@ -5,7 +5,10 @@
 //
 // TYPE: q4_0 q4_1 q5_0 q5_1 q8_0 q2_K q3_K q4_K q5_K q6_K iq4_nl iq4_xs f16 bf16 f32
 // (any case; Q3_K_M, Q4_K_M, Q5_K_M name q3_K, q4_K, q5_K). One line per tensor and
-// the totals go to stderr. Exit status 1 on bad arguments or a failed conversion.
+// the totals go to stderr. The output is written as out.gguf.tmp.<pid> in out.gguf's
+// folder and renamed onto out.gguf only when it is complete: a failure leaves no partial
+// file, and an out.gguf that was there is left as it was. Exit status 0; 1 when the
+// conversion fails (one line on stderr); 2 on bad arguments.
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
@@ -16,6 +19,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "../common/cli.hpp"
 #include "tessera/models/quantize.hpp"
 
 namespace {
@@ -32,10 +36,7 @@ constexpr const char* usage_text =
     "  --imatrix FILE        importance matrix of llama-imatrix (GGUF format; not the legacy .dat)\n"
     "  -h, --help            this text\n";
 
-[[noreturn]] void usage_error(const std::string& msg) {
-    std::fprintf(stderr, "quantize: %s\n%s", msg.c_str(), usage_text);
-    std::exit(1);
-}
+using cli::usage_error;
 
 std::optional<type_id> parse_type(std::string s) {
     for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -53,65 +54,76 @@ std::optional<type_id> parse_type(std::string s) {
     return std::nullopt;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int run(int argc, char** argv, cli::state& st) {
     std::vector<std::string> pos;
     models::quantize_options o;
     std::string imatrix_path;
     std::unordered_map<std::string, std::vector<float>> imatrix;
     for (int i = 1; i < argc; ++i) {
         const std::string_view a = argv[i];
+        auto value = [&]() -> std::string {
+            if (i + 1 >= argc) throw usage_error(std::string(a) + " needs a value");
+            return argv[++i];
+        };
         if (a == "-h" || a == "--help") {
             std::fputs(usage_text, stdout);
             return 0;
         } else if (a == "-t" || a == "--threads") {
-            if (i + 1 >= argc) usage_error(std::string(a) + " needs a value");
-            const std::string v = argv[++i];
-            char* end = nullptr;
-            const long n = std::strtol(v.c_str(), &end, 10);
-            if (v.empty() || *end != '\0' || n < 1 || n > 1024) usage_error("bad thread count '" + v + "' (1 to 1024)");
-            o.n_threads = static_cast<int>(n);
+            o.n_threads = static_cast<int>(cli::to_int(a, value(), 1, 1024));
         } else if (a == "--allow-requantize") {
             o.allow_requantize = true;
         } else if (a == "--pure") {
             o.pure = true;
         } else if (a == "--imatrix") {
-            if (i + 1 >= argc) usage_error("--imatrix needs a file");
-            imatrix_path = argv[++i];
+            imatrix_path = value();
         } else if (a.size() > 1 && a[0] == '-') {
-            usage_error("unknown option '" + std::string(a) + "'");
+            throw usage_error("unknown option '" + std::string(a) + "'");
         } else {
             pos.emplace_back(a);
         }
     }
-    if (pos.size() != 3) usage_error("expected in.gguf out.gguf TYPE, got " + std::to_string(pos.size()) + " arguments");
+    if (pos.size() != 3) throw usage_error("expected in.gguf out.gguf TYPE, got " + std::to_string(pos.size()) + " arguments");
     const auto t = parse_type(pos[2]);
-    if (!t) usage_error("unknown type '" + pos[2] + "'");
+    if (!t) throw usage_error("unknown type '" + pos[2] + "'");
     o.type = *t;
-    try {
-        if (!imatrix_path.empty()) {
-            imatrix = models::load_imatrix_gguf(imatrix_path);
-            std::fprintf(stderr, "quantize: %zu importance vectors from '%s'\n", imatrix.size(), imatrix_path.c_str());
-            o.imatrix = &imatrix;
-        }
-        const models::quantize_stats st = models::quantize_model(pos[0], pos[1], o);
-        for (const auto& r : st.tensors) {
-            std::string shape = "[";
-            for (int d = 0; d < std::max(r.n_dims, 1); ++d) shape += (d ? ", " : "") + std::to_string(r.ne[d]);
-            shape += "]";
-            std::fprintf(stderr, "%-32s %-16s %6s -> %-6s %10llu -> %10llu bytes%s%s\n", r.name.c_str(), shape.c_str(),
-                         std::string(type_name(r.in_type)).c_str(), std::string(type_name(r.out_type)).c_str(),
-                         static_cast<unsigned long long>(r.bytes_in), static_cast<unsigned long long>(r.bytes_out),
-                         r.quantized ? (r.fell_back ? " (fallback)" : "") : " (kept)",
-                         r.used_imatrix ? " (imatrix)" : "");
-        }
-        std::fprintf(stderr, "quantize: %zu tensors quantized (%zu with a fallback type), %zu kept; %.3f MB -> %.3f MB\n",
-                     st.n_quantized, st.n_fallback, st.n_kept, static_cast<double>(st.bytes_in) / 1e6,
-                     static_cast<double>(st.bytes_out) / 1e6);
-    } catch (const std::exception& e) {
-        std::fprintf(stderr, "quantize: %s\n", e.what());
-        return 1;
+    const std::string& in_path = pos[0];
+    const std::string& out_path = pos[1];
+    if (cli::same_file(in_path, out_path))
+        throw usage_error("the output '" + out_path + "' is the input file; give another output path");
+    if (!imatrix_path.empty() && cli::same_file(imatrix_path, out_path))
+        throw usage_error("the output '" + out_path + "' is the --imatrix file; give another output path");
+    cli::check_output_folder("output", out_path);
+
+    if (!imatrix_path.empty()) {
+        st.file = imatrix_path;
+        imatrix = models::load_imatrix_gguf(imatrix_path);
+        std::fprintf(stderr, "quantize: %zu importance vectors from '%s'\n", imatrix.size(), imatrix_path.c_str());
+        o.imatrix = &imatrix;
     }
+    st.file = in_path;
+    cli::atomic_output out(out_path);  // removes the temporary unless committed
+    st.also = out.tmp_path();
+    const models::quantize_stats stats = models::quantize_model(in_path, out.tmp_path(), o);
+    st.file = out_path;
+    out.commit();
+    for (const auto& r : stats.tensors) {
+        std::string shape = "[";
+        for (int d = 0; d < std::max(r.n_dims, 1); ++d) shape += (d ? ", " : "") + std::to_string(r.ne[d]);
+        shape += "]";
+        std::fprintf(stderr, "%-32s %-16s %6s -> %-6s %10llu -> %10llu bytes%s%s\n", r.name.c_str(), shape.c_str(),
+                     std::string(type_name(r.in_type)).c_str(), std::string(type_name(r.out_type)).c_str(),
+                     static_cast<unsigned long long>(r.bytes_in), static_cast<unsigned long long>(r.bytes_out),
+                     r.quantized ? (r.fell_back ? " (fallback)" : "") : " (kept)",
+                     r.used_imatrix ? " (imatrix)" : "");
+    }
+    std::fprintf(stderr, "quantize: %zu tensors quantized (%zu with a fallback type), %zu kept; %.3f MB -> %.3f MB\n",
+                 stats.n_quantized, stats.n_fallback, stats.n_kept, static_cast<double>(stats.bytes_in) / 1e6,
+                 static_cast<double>(stats.bytes_out) / 1e6);
     return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    return cli::run("quantize", "try fewer threads (-t)", [&](cli::state& st) { return run(argc, argv, st); });
 }

@@ -3,11 +3,14 @@
 #include <cstdio>
 #include <vector>
 
+#include "../common/cli.hpp"
 #include "tessera/tessera.hpp"
 
-int main() {
+int main(int argc, char** argv) {
     using namespace tessera;
-    try {
+    return cli::run("quickstart", "", [&](cli::state&) {
+        if (cli::help_only(argc, argv, "usage: quickstart\nPrints what tessera found on this CPU and runs a few kernels and a small graph (no options).\n"))
+            return 0;
         std::fputs(simd::report().c_str(), stdout);
 
         // A dot product and an axpy on 1000 floats, with the arch chosen at run time.
@@ -47,8 +50,5 @@ int main() {
         for (float o : out) std::printf(" %.3f", static_cast<double>(o));
         std::printf("\n");
         return 0;
-    } catch (const error& e) {
-        std::fprintf(stderr, "quickstart: %s\n", e.what());
-        return 1;
-    }
+    });
 }

@@ -2,12 +2,14 @@
 #include <cstdio>
 #include <vector>
 
+#include "../common/cli.hpp"
 #include "tessera/graph/all.hpp"
 #include "tessera/backend/cpu.hpp"
 
-int main() {
+int main(int argc, char** argv) {
     using namespace tessera::graph;
-    try {
+    return cli::run("simple", "", [&](cli::state&) {
+        if (cli::help_only(argc, argv, "usage: simple\nMultiplies two small matrices with mul_mat and prints the result (no options).\n")) return 0;
         // a: 4 rows of K = 2 (ggml's [K, M] = [2, 4]); b: 3 rows of K = 2 ([2, 3]).
         const std::vector<float> A = {2, 8, 5, 1, 4, 2, 8, 6};
         const std::vector<float> B = {10, 5, 9, 9, 5, 4};
@@ -27,8 +29,5 @@ int main() {
             std::printf(n + 1 < c.ne(1) ? "\n" : " ]\n");
         }
         return 0;
-    } catch (const tessera::error& e) {
-        std::fprintf(stderr, "simple: %s\n", e.what());
-        return 1;
-    }
+    });
 }

@@ -1,6 +1,8 @@
 // tokenize: tessera's counterpart of llama.cpp's `llama-tokenize` tool. Loads only the
 // vocabulary of a GGUF file and prints the tokens of a prompt, with the same options,
-// output format, messages and exit codes.
+// output format, messages and exit codes (so, unlike the other examples, a usage error
+// exits 1 with llama.cpp's "Error: ..." line, not 2). What the tool itself does not
+// catch (running out of memory, say) still ends in one "tokenize: ..." line and status 1.
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -12,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "../common/cli.hpp"
 #include "tessera/text/load.hpp"
 
 namespace {
@@ -93,9 +96,7 @@ void process_escapes(std::string& s) {
     s.resize(o);
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int run(int argc, char** argv) {
     if (argc <= 1) {
         print_usage(argv[0]);
         return 1;
@@ -240,4 +241,10 @@ int main(int argc, char** argv) {
     if (printing_ids) std::printf("]\n");
     if (show_token_count) std::printf("Total number of tokens: %zu\n", tokens.size());
     return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    return cli::run("tokenize", "", [&](cli::state&) { return run(argc, argv); });
 }

@@ -21,6 +21,7 @@
 #include <string_view>
 #include <vector>
 
+#include "../common/cli.hpp"
 #include "mnist_io.hpp"
 #include "mnist_model.hpp"
 #include "tessera/gguf/reader.hpp"
@@ -49,9 +50,7 @@ constexpr const char* usage_text =
     "  --min-accuracy X      exit 1 when the test accuracy is below X (0..1)\n"
     "  -h, --help            this text\n";
 
-struct usage_error : std::runtime_error {
-    using std::runtime_error::runtime_error;
-};
+using cli::usage_error;
 
 struct options {
     std::string model, eval, data = std::string(mnist::default_data_dir), output;
@@ -64,21 +63,8 @@ struct options {
     double val_split = 0.05, min_accuracy = -1;
 };
 
-std::int64_t to_int(std::string_view opt, const std::string& v, std::int64_t lo, std::int64_t hi) {
-    char* end = nullptr;
-    errno = 0;
-    const long long n = std::strtoll(v.c_str(), &end, 10);
-    if (v.empty() || *end != '\0' || errno || n < lo || n > hi)
-        throw usage_error(std::string(opt) + ": '" + v + "' is not an integer in " + std::to_string(lo) + ".." + std::to_string(hi));
-    return n;
-}
-double to_double(std::string_view opt, const std::string& v, double lo, double hi) {
-    char* end = nullptr;
-    const double x = std::strtod(v.c_str(), &end);
-    if (v.empty() || *end != '\0' || !(x >= lo && x <= hi))
-        throw usage_error(std::string(opt) + ": '" + v + "' is not a number in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
-    return x;
-}
+std::int64_t to_int(std::string_view opt, const std::string& v, std::int64_t lo, std::int64_t hi) { return cli::to_int(opt, v, lo, hi); }
+double to_double(std::string_view opt, const std::string& v, double lo, double hi) { return cli::to_float(opt, v, lo, hi); }
 
 options parse(int argc, char** argv) {
     options o;
@@ -125,10 +111,11 @@ options parse(int argc, char** argv) {
         } else if (a == "--min-accuracy") {
             o.min_accuracy = to_double(a, value(), 0.0, 1.0);
         } else {
-            throw usage_error("unknown argument '" + std::string(a) + "'");
+            throw usage_error(std::string(a.size() > 1 && a[0] == '-' ? "unknown option '" : "unexpected argument '") + std::string(a) + "'");
         }
     }
     if (o.model.empty() == o.eval.empty()) throw usage_error("give exactly one of --model fc|cnn and --eval FILE");
+    if (!o.eval.empty() && !o.output.empty()) throw usage_error("-o is for training (--model); --eval writes no file");
     return o;
 }
 
@@ -161,21 +148,21 @@ void save_weights(const mnist::model& m, const std::string& path) {
         w.add_tensor(name, type_id::f32, std::span<const std::int64_t>(t->lay.ne.data(), static_cast<std::size_t>(std::max(nd, 1))),
                      std::span<const std::byte>(t->bytes(), t->lay.nbytes()));
     }
-    const std::string tmp = path + ".tmp";
-    w.write_to_file(tmp);
-    if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-        std::remove(tmp.c_str());
-        throw std::runtime_error("could not rename " + tmp + " to " + path + ": " + std::strerror(errno));
-    }
+    cli::atomic_output out(path);  // a failure leaves no partial file and path as it was
+    w.write_to_file(out.tmp_path());
+    out.commit();
 }
 
-int run(const options& o) {
+int run(const options& o, cli::state& st) {
     const auto t_start = std::chrono::steady_clock::now();
     std::optional<gguf::file> saved;
     std::string arch = o.model;
+    if (!o.output.empty()) cli::check_output_folder("-o", o.output);  // before training, not after
     if (!o.eval.empty()) {
+        st.file = o.eval;
         saved.emplace(gguf::file::open(o.eval));
         arch = saved_arch(*saved, o.eval);
+        st.file.clear();
     }
     std::int64_t channels = o.cnn_channels;
     if (saved && arch == "cnn") {  // the saved kernel says how many channels it was trained with
@@ -217,7 +204,9 @@ int run(const options& o) {
         fo.seed = o.seed;
         opt::fit(tr, train_set, fo);
         if (!o.output.empty()) {
+            st.file = o.output;
             save_weights(m, o.output);
+            st.file.clear();
             std::fprintf(stderr, "train_mnist: saved the weights to %s\n", o.output.c_str());
         }
     }
@@ -238,13 +227,6 @@ int run(const options& o) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    try {
-        return run(parse(argc, argv));
-    } catch (const usage_error& e) {
-        std::fprintf(stderr, "train_mnist: %s\n%s", e.what(), usage_text);
-        return 2;
-    } catch (const std::exception& e) {
-        std::fprintf(stderr, "train_mnist: %s\n", e.what());
-        return 1;
-    }
+    return cli::run("train_mnist", "try a smaller --batch, --cnn-channels or fewer threads (-t)",
+                    [&](cli::state& st) { return run(parse(argc, argv), st); });
 }
