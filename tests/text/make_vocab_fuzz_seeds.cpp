@@ -116,7 +116,7 @@ int main(int argc, char** argv) {
         }
         // hostile variants
         description bad = d;
-        bad.specials.clear();
+        std::erase_if(bad.specials, [](const auto& kv) { return kv.first == key_index("unknown"); });
         bad.specials.emplace_back(key_index("unknown"), 0xFFFF);
         put(out / ("desc-" + std::string(names[k]) + "-nounk"), bad.encode());
         bad = d;
