@@ -149,6 +149,12 @@ public:
                 break;
             }
             case vocab_type::wpm: {
+                // WordPiece frames every text in [CLS] ... [SEP] with add_special, whatever
+                // add_bos / add_sep say (as llama.cpp), so both must exist then.
+                if (add_special && v_.bos == null_token)
+                    fail(errc::invalid_argument, "tokenize with add_special: the WPM vocabulary has no CLS token (tokenizer.ggml.bos_token_id)");
+                if (add_special && v_.sep == null_token)
+                    fail(errc::invalid_argument, "tokenize with add_special: the WPM vocabulary has no SEP token (tokenizer.ggml.seperator_token_id)");
                 if (add_special) out.push_back(v_.bos);
                 for (const fragment& f : frags) {
                     if (f.is_token()) out.push_back(f.id);
@@ -161,7 +167,7 @@ public:
                 if (add_special && v_.add_bos) out.push_back(v_.bos);
                 for (const fragment& f : frags) {
                     if (f.is_token()) out.push_back(f.id);
-                    else ugm_->tokenize(text.substr(f.offset, f.length), out);
+                    else ugm_->tokenize(v_, text.substr(f.offset, f.length), out);
                 }
                 if (add_special && v_.add_eos) out.push_back(v_.eos);
                 break;

@@ -68,9 +68,13 @@ private:
     std::vector<node> nodes_{1};
 };
 
+// The unigram model holds what it derives from the vocabulary (charsmap tables, token
+// trie, score range) but not the vocabulary itself: the caller passes the same vocab to
+// every call. (Holding a reference made a moved tokenizer read the vocabulary of the
+// object it was moved from — a use after scope.)
 class ugm_model {
 public:
-    explicit ugm_model(const vocab& v) : v_(v) {
+    explicit ugm_model(const vocab& v) {
         const auto& cm = v.precompiled_charsmap();
         if (!cm.empty()) {
             const std::uint32_t blob = static_cast<std::uint32_t>(cm[0]) | (static_cast<std::uint32_t>(cm[1]) << 8) |
@@ -95,9 +99,10 @@ public:
         unknown_score_ = min_score_ - 10.0f;
     }
 
-    void tokenize(std::string_view text, std::vector<token>& out) const {
+    // `v` is the vocabulary the model was made from.
+    void tokenize(const vocab& v, std::string_view text, std::vector<token>& out) const {
         const std::size_t mark = out.size();
-        const std::string s = normalize(text);
+        const std::string s = normalize(v, text);
         const std::size_t n = s.size();
         if (n == 0) return;
         struct best {
@@ -105,27 +110,27 @@ public:
             std::size_t from;
             double score;
         };
-        std::vector<best> dp(n + 1, {v_.unk, 0, -DBL_MAX});
-        dp[0] = {v_.unk, 0, 0.0};
+        std::vector<best> dp(n + 1, {v.unk, 0, -DBL_MAX});
+        dp[0] = {v.unk, 0, 0.0};
         for (std::size_t off = 0; off < n;) {
             const std::size_t cl = std::min(utf8_len(s[off]), n - off);
             const double base = dp[off].score;
             bool single = false;
             tokens_.prefixes(std::string_view(s).substr(off), [&](std::size_t len, token id) {
                 if (len == cl) single = true;
-                const double sc = base + ((v_.attributes(id) & attr::user_defined) ? 0.0 : static_cast<double>(v_.score(id)));
+                const double sc = base + ((v.attributes(id) & attr::user_defined) ? 0.0 : static_cast<double>(v.score(id)));
                 if (sc > dp[off + len].score) dp[off + len] = {id, off, sc};
             });
             if (!single) {
                 const double sc = base + static_cast<double>(unknown_score_);
-                if (sc > dp[off + cl].score) dp[off + cl] = {v_.unk, off, sc};
+                if (sc > dp[off + cl].score) dp[off + cl] = {v.unk, off, sc};
             }
             off += cl;
         }
         bool prev_unk = false;
         for (std::size_t at = n;;) {
             const best& b = dp[at];
-            const bool is_unk = b.id == v_.unk;
+            const bool is_unk = b.id == v.unk;
             if (!(prev_unk && is_unk)) out.push_back(b.id);
             if (b.from == 0) break;
             prev_unk = is_unk;
@@ -134,13 +139,13 @@ public:
         std::reverse(out.begin() + static_cast<std::ptrdiff_t>(mark), out.end());
     }
 
-    std::string normalize(std::string_view in) const {
+    std::string normalize(const vocab& v, std::string_view in) const {
         std::string out;
         out.reserve(in.size() * 3);
-        const std::string_view space = v_.escape_whitespaces ? std::string_view("\xE2\x96\x81") : std::string_view(" ");
-        const bool prepend = !v_.treat_whitespace_as_suffix && v_.add_space_prefix;
-        const bool append = v_.treat_whitespace_as_suffix && v_.add_space_prefix;
-        const bool merge = v_.remove_extra_whitespaces;
+        const std::string_view space = v.escape_whitespaces ? std::string_view("\xE2\x96\x81") : std::string_view(" ");
+        const bool prepend = !v.treat_whitespace_as_suffix && v.add_space_prefix;
+        const bool append = v.treat_whitespace_as_suffix && v.add_space_prefix;
+        const bool merge = v.remove_extra_whitespaces;
         bool prepended = false, in_word = false;
         for (std::size_t off = 0; off < in.size();) {
             std::string_view piece;
@@ -222,7 +227,6 @@ private:
     bool is_leaf(std::size_t i) const { return (node_at(i) >> 8) & 1u; }
     std::uint32_t value(std::size_t i) const { return node_at(i) & ((1u << 31) - 1); }
 
-    const vocab& v_;
     std::vector<std::uint32_t> xcda_;
     std::vector<std::uint8_t> repl_;
     byte_trie tokens_, user_;

@@ -204,6 +204,28 @@ private:
         }
     }
 
+    static bool is_byte_text(std::string_view t) noexcept {
+        auto hex = [](char c) { return (c >= '0' && c <= '9') || (c >= 'A' && c <= 'F') || (c >= 'a' && c <= 'f'); };
+        return t.size() == 6 && t.substr(0, 3) == "<0x" && hex(t[3]) && hex(t[4]) && t[5] == '>';
+    }
+    // A token text for an error message: at most 40 bytes, control bytes as \xHH.
+    static std::string printable(std::string_view t) {
+        static constexpr char hex[] = "0123456789abcdef";
+        std::string r;
+        for (std::size_t i = 0; i < t.size() && i < 40; ++i) {
+            const auto c = static_cast<unsigned char>(t[i]);
+            if (c < 0x20 || c == 0x7F) {
+                r += "\\x";
+                r.push_back(hex[c >> 4]);
+                r.push_back(hex[c & 15]);
+            } else {
+                r.push_back(static_cast<char>(c));
+            }
+        }
+        if (t.size() > 40) r += "...";
+        return r;
+    }
+
     void check_id(token id) const {
         if (id < 0 || static_cast<std::size_t>(id) >= tokens_.size())
             fail(errc::invalid_argument, "token id " + std::to_string(id) + " out of range (vocabulary has " +
@@ -231,15 +253,15 @@ private:
             merges_.reserve(src.merges.size());
             for (std::size_t i = 0; i < src.merges.size(); ++i) {
                 const std::string& w = src.merges[i];
+                // "left right": the separator is the first space after the first byte
+                // (so a left side may be a space itself); the right side is not empty.
                 const std::size_t p = w.size() > 1 ? w.find(' ', 1) : std::string::npos;
-                std::string key;
-                if (p != std::string::npos) {
-                    key = w.substr(0, p);
-                    key.push_back('\0');
-                    key.append(w, p + 1);
-                } else {
-                    key.push_back('\0');
-                }
+                if (p == std::string::npos || p + 1 == w.size())
+                    fail(errc::format, "tokenizer.ggml.merges[" + std::to_string(i) + "] = '" + printable(w) +
+                                           "' is not two pieces separated by a space");
+                std::string key = w.substr(0, p);
+                key.push_back('\0');
+                key.append(w, p + 1);
                 merges_.emplace(std::move(key), static_cast<int>(i));
             }
         } else if (m == "t5") {
@@ -283,11 +305,20 @@ private:
 
         // tokens
         const std::size_t n = src.tokens.size();
-        if (n > 0x7FFFFFFF) fail(errc::format, "tokenizer.ggml.tokens: too many tokens");
-        if (!src.scores.empty() && src.scores.size() < n)
+        if (n == 0) fail(errc::format, "tokenizer.ggml.tokens is empty (a " + m + " vocabulary needs at least one token)");
+        if (n > 0x7FFFFFFF) fail(errc::format, "tokenizer.ggml.tokens: too many tokens (" + std::to_string(n) + ")");
+        // Per-token arrays are optional, but when present they describe every token.
+        if (!src.scores.empty() && src.scores.size() != n)
             fail(errc::format, "tokenizer.ggml.scores has " + std::to_string(src.scores.size()) + " entries for " + std::to_string(n) + " tokens");
-        if (!src.types.empty() && src.types.size() < n)
+        if (!src.types.empty() && src.types.size() != n)
             fail(errc::format, "tokenizer.ggml.token_type has " + std::to_string(src.types.size()) + " entries for " + std::to_string(n) + " tokens");
+        for (std::size_t i = 0; i < src.scores.size(); ++i)
+            if (src.scores[i] != src.scores[i])  // NaN has no place in the score order the tokenizers sort by
+                fail(errc::format, "tokenizer.ggml.scores[" + std::to_string(i) + "] is NaN");
+        for (std::size_t i = 0; i < src.types.size(); ++i)
+            if (src.types[i] < static_cast<std::int32_t>(token_type::undefined) || src.types[i] > static_cast<std::int32_t>(token_type::byte))
+                fail(errc::format, "tokenizer.ggml.token_type[" + std::to_string(i) + "] = " + std::to_string(src.types[i]) +
+                                       " is not a token type (0 undefined .. 6 byte)");
         tokens_.resize(n);
         index_.reserve(n);
         for (std::size_t i = 0; i < n; ++i) {
@@ -303,7 +334,25 @@ private:
             d.attr = src.types.empty() ? attr::normal : attr_of_type(src.types[i]);
         }
 
-        if (type_ == vocab_type::bpe) index_merges();
+        // A byte token renders as its byte, so its text must say which byte: <0xXX>.
+        for (std::size_t i = 0; i < n; ++i)
+            if ((tokens_[i].attr & attr::byte) && !is_byte_text(tokens_[i].text))
+                fail(errc::format, "tokenizer.ggml.token_type[" + std::to_string(i) + "] = 6 (byte), but the token text '" +
+                                       printable(tokens_[i].text) + "' is not <0xXX>");
+
+        if (type_ == vocab_type::bpe) {
+            // Both pieces of every merge are tokens (a merge of pieces that never occur
+            // would be dead weight at best and a sign of a mismatched merges array).
+            for (std::size_t i = 0; i < src.merges.size(); ++i) {
+                const std::string_view w = src.merges[i];
+                const std::size_t p = w.find(' ', 1);
+                for (const std::string_view piece : {w.substr(0, p), w.substr(p + 1)})
+                    if (find(piece) == null_token)
+                        fail(errc::format, "tokenizer.ggml.merges[" + std::to_string(i) + "] = '" + printable(w) + "': '" +
+                                               printable(piece) + "' is not a token");
+            }
+            index_merges();
+        }
 
         // newline token
         if (type_ == vocab_type::spm) {
@@ -329,6 +378,12 @@ private:
         if (add_bos && bos == null_token) fail(errc::format, "tokenizer.ggml.add_bos_token is true, but tokenizer.ggml.bos_token_id is not set");
         if (add_eos && eos == null_token) fail(errc::format, "tokenizer.ggml.add_eos_token is true, but tokenizer.ggml.eos_token_id is not set");
         if (add_sep && sep == null_token) fail(errc::format, "tokenizer.ggml.add_sep_token is true, but tokenizer.ggml.seperator_token_id is not set");
+
+        // The tokenizers emit unk for what they cannot match (WordPiece: a word that does
+        // not match completely; unigram: the Viterbi fallback), so it must exist.
+        if ((type_ == vocab_type::wpm || type_ == vocab_type::ugm) && unk == null_token)
+            fail(errc::format, "tokenizer.ggml.unknown_token_id is not set or out of range (" + std::to_string(n) + " tokens), but a " +
+                                   std::string(vocab_type_name(type_)) + " vocabulary needs an unknown token");
 
         if (src.lowercase) lowercase = *src.lowercase;
         strip_accents = lowercase;
