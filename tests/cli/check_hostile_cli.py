@@ -7,7 +7,10 @@ with a context whose KV cache does not fit: exit 1, a message naming the KV cach
 size and what to try (skipped in sanitizer builds, which reserve terabytes of address
 space).
 
-usage: check_hostile_cli.py <make_hostile_models> <generate> <sanitize: none|...>
+The hostile vocabularies (vocab_manifest.tsv) go through tokenize (the vocabulary
+alone) and generate (the base model carrying it): both exit 1 with the library's words.
+
+usage: check_hostile_cli.py <make_hostile_models> <generate> <tokenize> <sanitize: none|...>
 """
 import os
 import resource
@@ -15,7 +18,7 @@ import subprocess
 import sys
 import tempfile
 
-make, generate, sanitize = sys.argv[1:4]
+make, generate, tokenize, sanitize = sys.argv[1:5]
 failures = 0
 checked = 0
 
@@ -60,6 +63,25 @@ with tempfile.TemporaryDirectory(prefix="tessera-hostile-") as d:
             fail("%s: the message lacks %s: %s" % (name, [e for e in expect if e not in err], err))
         else:
             print("ok: %-32s %s" % (name, err))
+
+    for line in open(os.path.join(d, "vocab_manifest.tsv")):
+        name, *expect = line.rstrip("\n").split("\t")
+        for prog, cmd, one_line in (
+                ("generate", [generate, "-m", os.path.join(d, name + ".gguf"), "-n", "2", "-p", "the", "-t", "1"], True),
+                ("tokenize", [tokenize, "-m", os.path.join(d, name + ".vocab.gguf"), "-p", "hello", "--log-disable"], False)):
+            r = run(cmd)
+            checked += 1
+            err = r.stderr.strip()
+            if bad_output(r):
+                fail("%s: %s crashed or aborted (status %d): %s" % (name, prog, r.returncode, err[-400:]))
+            elif r.returncode != 1:
+                fail("%s: %s exited %d, expected 1: %s" % (name, prog, r.returncode, err[-400:]))
+            elif one_line and len(err.splitlines()) != 1:
+                fail("%s: %s: expected one line on stderr, got %d: %s" % (name, prog, len(err.splitlines()), err[-400:]))
+            elif not all(e in err for e in expect):
+                fail("%s: %s: the message lacks %s: %s" % (name, prog, [e for e in expect if e not in err], err))
+            else:
+                print("ok: %-32s %s: %s" % (name, prog, err.splitlines()[-1]))
 
     if sanitize == "none":
         def limit():

@@ -8,7 +8,7 @@
 # each type, hostile variants, and slices of the vocabularies of the shared test data
 # when it is present: TESSERA_SHARED_DATA, else ../shared/data) plus the regression
 # inputs of tests/text/fuzz-regressions, copied into a temporary folder (never the repo).
-# Exit status: 0 when no crash was found; libFuzzer's status otherwise, with the crash
+# Exit status (tests/fuzz/libfuzzer.sh): 0 when no crash was found; libFuzzer's status otherwise, with the crash
 # input left in the work folder it prints.
 set -eu
 build=${1:?usage: run_fuzz_vocab.sh <build-dir> [seconds] [corpus-dir]}
@@ -22,7 +22,7 @@ if [ ! -x "$fuzzer" ] || [ ! -x "$seeds" ]; then
 fi
 work=$(mktemp -d "${TMPDIR:-/tmp}/tessera-vocab-fuzz.XXXXXX")
 corpus=${3:-$work/corpus}
-mkdir -p "$corpus" "$work/artifacts"
+mkdir -p "$corpus"
 data=${TESSERA_SHARED_DATA:-$here/../../../shared/data}
 set --
 if [ -d "$data" ]; then
@@ -36,18 +36,5 @@ fi
 for f in "$here"/fuzz-regressions/*; do
     [ -f "$f" ] && cp "$f" "$corpus/regression-$(basename "$f")"
 done
-echo "run_fuzz_vocab.sh: $(ls "$corpus" | wc -l) seeds, ${secs}s, work folder $work"
-set +e
-ASAN_OPTIONS=${ASAN_OPTIONS:-quarantine_size_mb=64} \
-"$fuzzer" -max_total_time="$secs" -max_len=65536 -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=256 \
-    -artifact_prefix="$work/artifacts/" -print_final_stats=1 "$corpus" 2>"$work/fuzz.log"
-rc=$?
-set -e
-tail -n 25 "$work/fuzz.log"
-if [ "$rc" -ne 0 ]; then
-    echo "run_fuzz_vocab.sh: the fuzzer failed (status $rc); crash inputs in $work/artifacts:" >&2
-    ls -l "$work/artifacts" >&2
-    exit "$rc"
-fi
+"$here/../fuzz/libfuzzer.sh" run_fuzz_vocab.sh "$fuzzer" "$secs" "$corpus" "$work" 65536 256
 [ -n "${3:-}" ] || rm -rf "$work"
-echo "run_fuzz_vocab.sh: no crash in ${secs}s"
