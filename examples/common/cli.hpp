@@ -144,7 +144,9 @@ int run(const char* program, const char* oom_hint, F&& body) noexcept {
             detail::print(msg);
             return 1;
         } catch (const tessera::error& e) {
-            if (e.code() == tessera::errc::out_of_memory && oom_hint && *oom_hint)
+            // (the library's own out-of-memory messages usually say what to try already)
+            if (e.code() == tessera::errc::out_of_memory && oom_hint && *oom_hint &&
+                std::string_view(e.what()).find("; try ") == std::string_view::npos)
                 detail::print(detail::with_file(st, e.what()) + "; " + oom_hint);
             else
                 detail::print(detail::with_file(st, e.what()));

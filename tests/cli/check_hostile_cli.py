@@ -68,7 +68,7 @@ with tempfile.TemporaryDirectory(prefix="tessera-hostile-") as d:
         name, *expect = line.rstrip("\n").split("\t")
         for prog, cmd, one_line in (
                 ("generate", [generate, "-m", os.path.join(d, name + ".gguf"), "-n", "2", "-p", "the", "-t", "1"], True),
-                ("tokenize", [tokenize, "-m", os.path.join(d, name + ".vocab.gguf"), "-p", "hello", "--log-disable"], False)):
+                ("tokenize", [tokenize, "-m", os.path.join(d, name + ".vocab.gguf"), "-p", "hello"], False)):
             r = run(cmd)
             checked += 1
             err = r.stderr.strip()

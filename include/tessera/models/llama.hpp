@@ -254,7 +254,13 @@ private:
             fail(e.code(), "model '" + s.file.source() + "': " + e.what());
         }
         llama_hparams& h = s.hp;
-        if (s.file.meta().contains("tokenizer.ggml.model")) s.tok.emplace(text::vocab_from_gguf(s.file));
+        if (s.file.meta().contains("tokenizer.ggml.model")) {
+            try {
+                s.tok.emplace(text::vocab_from_gguf(s.file));
+            } catch (const error& e) {
+                fail(e.code(), "model '" + s.file.source() + "': vocabulary: " + e.what());
+            }
+        }
         const gguf::tensor_info* emb = s.file.find_tensor("token_embd.weight");
         if (!emb) fail(errc::format, "model '" + s.file.source() + "': tensor 'token_embd.weight' is missing");
         if (h.n_vocab == 0) h.n_vocab = emb->ne[1];
