@@ -13,7 +13,7 @@ max_len=${6:-65536} malloc_mb=${7:-64}
 mkdir -p "$work/artifacts"
 echo "$label: $(ls "$corpus" | wc -l) seeds, ${secs}s, work folder $work"
 set +e
-ASAN_OPTIONS=${ASAN_OPTIONS:-quarantine_size_mb=64} \
+ASAN_OPTIONS=${ASAN_OPTIONS:-quarantine_size_mb=64} UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1} \
 "$fuzzer" -max_total_time="$secs" -max_len="$max_len" -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb="$malloc_mb" \
     -artifact_prefix="$work/artifacts/" -print_final_stats=1 "$corpus" 2>"$work/fuzz.log"
 rc=$?
