@@ -9,19 +9,26 @@
 #include <exception>
 #include <filesystem>
 #include <fstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
 
 #include "../models/hostile_models.hpp"
 #include "hostile_vocab_cases.hpp"
 
 namespace {
-// The tokenizer.* keys of the base model (the ones a hostile vocabulary replaces).
-std::vector<std::string> w_keys(const tessera::gguf::writer&) {
-    const auto base = tessera::models::random_llama(hostile::base_config()).to_bytes();
-    const tessera::gguf::file f = tessera::gguf::file::from_buffer(base);
-    std::vector<std::string> keys;
-    for (const auto& e : f.meta())
-        if (e.key.starts_with("tokenizer.")) keys.emplace_back(e.key);
-    return keys;
+// Writes bytes to path; throws when the file cannot be written.
+void write_bytes(const std::filesystem::path& path, const std::vector<std::byte>& bytes) {
+    std::ofstream f(path, std::ios::binary);
+    f.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+    if (!f) throw std::runtime_error("could not write " + path.string());
+}
+
+// Writes a manifest line: the name, then the expected substrings, tab-separated.
+void manifest_line(std::ofstream& m, const std::string& name, const std::vector<std::string>& expect) {
+    m << name;
+    for (const auto& e : expect) m << '\t' << e;
+    m << '\n';
 }
 }  // namespace
 
@@ -36,38 +43,31 @@ int main(int argc, char** argv) {
         std::filesystem::create_directories(dir);
         std::ofstream manifest(dir / "manifest.tsv");
         for (const hostile::model_case& c : hostile::model_cases()) {
-            const auto bytes = hostile::build(c);
-            std::ofstream f(dir / (c.name + ".gguf"), std::ios::binary);
-            f.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-            manifest << c.name;
-            for (const auto& e : c.expect) manifest << '\t' << e;
-            manifest << '\n';
+            write_bytes(dir / (c.name + ".gguf"), hostile::build(c));
+            manifest_line(manifest, c.name, c.expect);
         }
+        // the base model's tokenizer.* keys, which a hostile vocabulary replaces
+        const auto base = hostile::build({"none", "", {}, {}, {}, {}});
+        std::vector<std::string> base_vocab_keys;
+        const gguf::file base_file = gguf::file::from_buffer(base);
+        for (const auto& e : base_file.meta())
+            if (e.key.starts_with("tokenizer.")) base_vocab_keys.emplace_back(e.key);
         std::ofstream vocab_manifest(dir / "vocab_manifest.tsv");
         for (const hostile::vocab_case& c : hostile::vocab_cases()) {
             const auto vbytes = c.make().to_bytes();
-            std::ofstream vf(dir / (c.name + ".vocab.gguf"), std::ios::binary);
-            vf.write(reinterpret_cast<const char*>(vbytes.data()), static_cast<std::streamsize>(vbytes.size()));
+            write_bytes(dir / (c.name + ".vocab.gguf"), vbytes);
             const gguf::file voc = gguf::file::from_buffer(vbytes);
             const hostile::model_case in_model{c.name, "", {}, [&](gguf::writer& w) {
-                                                  std::vector<std::string> drop;
-                                                  for (const auto& e : w_keys(w)) drop.push_back(e);
-                                                  for (const auto& k : drop) w.remove(k);
+                                                  for (const auto& k : base_vocab_keys) w.remove(k);
                                                   for (const auto& e : voc.meta())
                                                       if (e.key.starts_with("tokenizer.")) w.set_value(e.key, e.val);
                                               }, {}, {}};
-            const auto mbytes = hostile::build(in_model);
-            std::ofstream mf(dir / (c.name + ".gguf"), std::ios::binary);
-            mf.write(reinterpret_cast<const char*>(mbytes.data()), static_cast<std::streamsize>(mbytes.size()));
-            vocab_manifest << c.name;
-            for (const auto& e : c.expect) vocab_manifest << '\t' << e;
-            vocab_manifest << '\n';
+            write_bytes(dir / (c.name + ".gguf"), hostile::build(in_model));
+            manifest_line(vocab_manifest, c.name, c.expect);
         }
-        const auto base = hostile::build({"none", "", {}, {}, {}, {}});
-        std::ofstream f(dir / "base.gguf", std::ios::binary);
-        f.write(reinterpret_cast<const char*>(base.data()), static_cast<std::streamsize>(base.size()));
-        if (!manifest || !vocab_manifest || !f) {
-            std::fprintf(stderr, "make_hostile_models: could not write into %s\n", argv[1]);
+        write_bytes(dir / "base.gguf", base);
+        if (!manifest || !vocab_manifest) {
+            std::fprintf(stderr, "make_hostile_models: could not write the manifests into %s\n", argv[1]);
             return 1;
         }
     } catch (const std::exception& e) {
