@@ -52,7 +52,7 @@ struct model_case {
 
 // The base model with one case applied, as GGUF bytes.
 inline std::vector<std::byte> build(const model_case& c) {
-    const auto base = models::random_llama(base_config()).to_bytes();
+    static const std::vector<std::byte> base = models::random_llama(base_config()).to_bytes();  // made once
     const gguf::file f = gguf::file::from_buffer(base);
     gguf::writer out;
     out.copy_metadata(f.meta());
