@@ -2,6 +2,7 @@
 // graph computes from it.
 #include <doctest/doctest.h>
 
+#include "../shared_data.hpp"
 #include <cstdlib>
 #include <filesystem>
 #include <string>
@@ -13,13 +14,8 @@
 using namespace tessera;
 using namespace tessera::backend;
 
-TEST_CASE("an mmap'ed GGUF becomes a CPU buffer without copying") {
-    const char* dir = std::getenv("TESSERA_SHARED_DATA");
-    const std::string path = dir ? std::string(dir) + "/models/stories260K.gguf" : std::string();
-    if (path.empty() || !std::filesystem::exists(path)) {
-        MESSAGE("SKIP: TESSERA_SHARED_DATA/models/stories260K.gguf not found");
-        return;
-    }
+DATA_TEST_CASE("an mmap'ed GGUF becomes a CPU buffer without copying", "models/stories260K.gguf") {
+    const std::string path = test_data::path("models/stories260K.gguf");
     gguf::file f = gguf::file::open(path);
     REQUIRE(f.is_mapped());
     const auto data = f.data_section();

@@ -55,11 +55,4 @@ struct raw {
     std::size_t size() const { return b.size(); }
 };
 
-// The shared test data folder from TESSERA_SHARED_DATA, or nullopt when absent.
-inline std::optional<std::filesystem::path> shared_data() {
-    const char* env = std::getenv("TESSERA_SHARED_DATA");
-    if (env == nullptr || !std::filesystem::is_directory(env)) return std::nullopt;
-    return std::filesystem::path(env);
-}
-
 }  // namespace gguf_test

@@ -8,6 +8,7 @@
 #include <map>
 #include <string>
 
+#include "../shared_data.hpp"
 #include "gguf_test_util.hpp"
 #include "tessera/gguf/reader.hpp"
 #include "tessera/gguf/writer.hpp"
@@ -15,12 +16,9 @@
 using namespace tessera;
 namespace fs = std::filesystem;
 
-#define REQUIRE_SHARED_DATA(dir)                                                               \
-    const auto dir = gguf_test::shared_data();                                                 \
-    if (!dir) {                                                                                \
-        MESSAGE("SKIPPED: TESSERA_SHARED_DATA is not set or missing (../shared/data absent)"); \
-        return;                                                                                \
-    }
+// Every case here reads ../shared/data: DATA_TEST_CASE (tests/shared_data.hpp) skips it
+// when the files are missing.
+#define REQUIRE_SHARED_DATA(dir) const std::optional<fs::path> dir{fs::path(test_data::root())}
 
 namespace {
 // Every tensor lies inside the file, at its padded contiguous offset.
@@ -38,7 +36,7 @@ void check_layout(const gguf::file& f) {
 }
 }  // namespace
 
-TEST_CASE("gguf/: the v2 f32 and v3 q4_0 single-tensor files") {
+DATA_TEST_CASE("gguf/: the v2 f32 and v3 q4_0 single-tensor files", "gguf/gguf-v2-f32.bin", "gguf/gguf-v3-q4-0.bin") {
     REQUIRE_SHARED_DATA(data);
     {
         const auto f = gguf::file::open((*data / "gguf" / "gguf-v2-f32.bin").string());
@@ -68,7 +66,7 @@ TEST_CASE("gguf/: the v2 f32 and v3 q4_0 single-tensor files") {
     }
 }
 
-TEST_CASE("models/stories260K.gguf: 48 f32 tensors and llama metadata") {
+DATA_TEST_CASE("models/stories260K.gguf: 48 f32 tensors and llama metadata", "models/stories260K.gguf") {
     REQUIRE_SHARED_DATA(data);
     const auto f = gguf::file::open((*data / "models" / "stories260K.gguf").string());
     const auto& m = f.meta();
@@ -96,7 +94,7 @@ TEST_CASE("models/stories260K.gguf: 48 f32 tensors and llama metadata") {
     check_layout(f);
 }
 
-TEST_CASE("models/llama-2-tiny-random.gguf: 9 f16 and 3 f32 tensors, full llama vocabulary") {
+DATA_TEST_CASE("models/llama-2-tiny-random.gguf: 9 f16 and 3 f32 tensors, full llama vocabulary", "models/llama-2-tiny-random.gguf") {
     REQUIRE_SHARED_DATA(data);
     const auto f = gguf::file::open((*data / "models" / "llama-2-tiny-random.gguf").string());
     CHECK(f.meta().get<std::uint32_t>("llama.embedding_length") == 8);
@@ -113,7 +111,7 @@ TEST_CASE("models/llama-2-tiny-random.gguf: 9 f16 and 3 f32 tensors, full llama 
     check_layout(f);
 }
 
-TEST_CASE("models-quantized/: every stories260K conversion loads with its tensor types") {
+DATA_TEST_CASE("models-quantized/: every stories260K conversion loads with its tensor types", "models/stories260K.gguf", "models-quantized") {
     REQUIRE_SHARED_DATA(data);
     // Tensor type counts of llama-quantize's output (64- and 172-wide rows never fit
     // 256-blocks, so the K mixtures fall back to 32-block and float types).
@@ -148,7 +146,7 @@ TEST_CASE("models-quantized/: every stories260K conversion loads with its tensor
     }
 }
 
-TEST_CASE("vocab/ and vocab-extra/: tokenizer metadata of every vocabulary") {
+DATA_TEST_CASE("vocab/ and vocab-extra/: tokenizer metadata of every vocabulary", "vocab", "vocab-extra") {
     REQUIRE_SHARED_DATA(data);
     struct v { const char* file; const char* model; std::size_t n_tokens; std::size_t n_merges; };
     const v vocabs[] = {
@@ -193,7 +191,7 @@ TEST_CASE("vocab/ and vocab-extra/: tokenizer metadata of every vocabulary") {
     }
 }
 
-TEST_CASE("gguf-bad/: every broken file is rejected with a clear format error") {
+DATA_TEST_CASE("gguf-bad/: every broken file is rejected with a clear format error", "gguf-bad") {
     REQUIRE_SHARED_DATA(data);
     int n = 0;
     for (const auto& entry : fs::directory_iterator(*data / "gguf-bad")) {
@@ -218,7 +216,7 @@ TEST_CASE("gguf-bad/: every broken file is rejected with a clear format error") 
     CHECK(n == 14);
 }
 
-TEST_CASE("re-writing llama.cpp's files with tessera's writer reproduces them byte for byte") {
+DATA_TEST_CASE("re-writing llama.cpp's files with tessera's writer reproduces them byte for byte", "models/stories260K.gguf", "models/llama-2-tiny-random.gguf", "models-quantized/stories260K-q4_K_M.gguf", "vocab/ggml-vocab-gpt-2.gguf", "gguf/gguf-v3-q4-0.bin") {
     REQUIRE_SHARED_DATA(data);
     const char* files[] = {"models/stories260K.gguf", "models/llama-2-tiny-random.gguf",
                            "models-quantized/stories260K-q4_K_M.gguf", "vocab/ggml-vocab-gpt-2.gguf",

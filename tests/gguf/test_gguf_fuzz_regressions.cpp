@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "fuzz_body.hpp"
+#include "../shared_data.hpp"
 #include "gguf_test_util.hpp"
 
 namespace {
@@ -55,12 +56,8 @@ TEST_CASE("fuzz property on handcrafted valid and broken files") {
     CHECK_FALSE(check(cut));
 }
 
-TEST_CASE("fuzz property on every file of the shared data") {
-    const auto data = gguf_test::shared_data();
-    if (!data) {
-        MESSAGE("SKIPPED: TESSERA_SHARED_DATA is not set or missing (../shared/data absent)");
-        return;
-    }
+DATA_TEST_CASE("fuzz property on every file of the shared data") {
+    const std::optional<std::filesystem::path> data{test_data::root()};
     // Which files must pass is decided by what they are, not by counting them: the broken
     // files of gguf-bad/ and every file that is not GGUF (the quantizer goldens) are
     // rejected; every other GGUF file (llama.cpp's and tessera's models and

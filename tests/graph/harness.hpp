@@ -123,6 +123,24 @@ struct built {
 using build_fn = std::function<built(context&)>;
 using ref_fn = std::function<host(const std::vector<host>&)>;
 
+// Fills a leaf with uniform random values in [lo, hi) (any element type).
+inline std::function<void(node*, std::mt19937&)> uniform(double lo, double hi) {
+    return [lo, hi](node* t, std::mt19937& rng) {
+        std::uniform_real_distribution<double> u(lo, hi);
+        const auto es = static_cast<std::size_t>(type_size(t->lay.type));
+        for (std::int64_t i = 0; i < t->lay.nelements(); ++i) write_elem(t->lay.type, t->data + static_cast<std::size_t>(i) * es, u(rng));
+    };
+}
+// Fills a leaf with small integers in [0, n) (values with ties).
+inline std::function<void(node*, std::mt19937&)> small_ints(int n) {
+    return [n](node* t, std::mt19937& rng) {
+        std::uniform_int_distribution<int> d(0, n - 1);
+        const auto es = static_cast<std::size_t>(type_size(t->lay.type));
+        for (std::int64_t i = 0; i < t->lay.nelements(); ++i) write_elem(t->lay.type, t->data + static_cast<std::size_t>(i) * es, d(rng));
+    };
+}
+inline double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
+
 // Fills a leaf with random integers in [0, n) (index tensors).
 inline std::function<void(node*, std::mt19937&)> indices_below(std::int64_t n) {
     return [n](node* t, std::mt19937& rng) {

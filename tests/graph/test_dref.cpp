@@ -21,6 +21,7 @@
 #include "dref.hpp"
 #include "harness.hpp"
 
+namespace dref_tests {  // (its own namespace: the unity build puts it beside test_autodiff.cpp)
 namespace {
 
 using namespace tessera;
@@ -893,3 +894,5 @@ TEST_CASE("dref: unimplemented ops and parameters are refused by name; missing i
     CHECK_THROWS_WITH_AS(dref::eval(g, ctx.new_tensor(type_id::f32, {1, 1, 1, 1}), in), doctest::Contains("not a tensor of the graph"),
                          std::runtime_error);
 }
+
+}  // namespace dref_tests

@@ -15,7 +15,6 @@ namespace {
 
 
 
-double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
 double gelu_tanh(double x) { return 0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x))); }
 double gelu_erf_ref(double x) { return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0))); }
 
@@ -27,7 +26,7 @@ double gelu_erf_ref(double x) { return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2
 namespace {
 using f2 = tensor<float, 2>;
 using f3 = tensor<float, 3>;
-using i1 = tensor<std::int32_t, 1>;
+using i1_t = tensor<std::int32_t, 1>;
 template <class... O>
 concept mul_mat_takes = requires(f2 a, O... o) { mul_mat(a, a, o...); };
 template <class... O>
@@ -41,7 +40,7 @@ concept diag_mask_inf_takes = requires(f2 a, O... o) { diag_mask_inf(a, 0, o...)
 template <class... O>
 concept add_rel_pos_takes = requires(f2 a, tensor<float, 4> p, O... o) { add_rel_pos(a, p, p, o...); };
 template <class M>
-concept rope_takes = requires(f3 a, i1 pos, M m) { rope(a, pos, 8, m); };
+concept rope_takes = requires(f3 a, i1_t pos, M m) { rope(a, pos, 8, m); };
 template <class... O>
 concept pool_2d_takes = requires(f2 a, O... o) { pool_2d(a, o...); };
 template <class M>

@@ -15,13 +15,6 @@ using ne4 = std::array<std::int64_t, 4>;
 
 namespace {
 
-std::function<void(node*, std::mt19937&)> uniform(double lo, double hi) {
-    return [lo, hi](node* t, std::mt19937& rng) {
-        std::uniform_real_distribution<double> u(lo, hi);
-        const auto es = static_cast<std::size_t>(type_size(t->lay.type));
-        for (std::int64_t i = 0; i < t->lay.nelements(); ++i) write_elem(t->lay.type, t->data + static_cast<std::size_t>(i) * es, u(rng));
-    };
-}
 
 double softplus(double x) { return x > 20 ? x : std::log1p(std::exp(x)); }
 

@@ -17,13 +17,6 @@ namespace {
 
 
 // Fills a leaf with small integers in [0, n) as values (many ties).
-std::function<void(node*, std::mt19937&)> small_ints(int n) {
-    return [n](node* t, std::mt19937& rng) {
-        std::uniform_int_distribution<int> d(0, n - 1);
-        for (std::int64_t i = 0; i < t->lay.nelements(); ++i)
-            write_elem(t->lay.type, t->data + static_cast<std::size_t>(i) * t->lay.nb[0], static_cast<double>(d(rng)));
-    };
-}
 
 template <class F>
 host map_rows(const host& in, F&& f) {  // f(row values) -> output row

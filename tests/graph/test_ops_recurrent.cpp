@@ -12,12 +12,6 @@ using ne4 = std::array<std::int64_t, 4>;
 
 namespace {
 
-std::function<void(node*, std::mt19937&)> uniform(double lo, double hi) {
-    return [lo, hi](node* t, std::mt19937& rng) {
-        std::uniform_real_distribution<double> u(lo, hi);
-        for (std::int64_t i = 0; i < t->lay.nelements(); ++i) write_elem(type_id::f32, t->data + static_cast<std::size_t>(i) * 4, u(rng));
-    };
-}
 // The state element [i][j] of head h, sequence s, in a [S*S*H, n_s] state tensor.
 double& st(host& m, std::int64_t S, std::int64_t h, std::int64_t i, std::int64_t j, std::int64_t s) {
     return m.at((h * S + i) * S + j, s);

@@ -18,13 +18,6 @@ using vec = std::vector<double>;
 
 namespace {
 
-std::function<void(node*, std::mt19937&)> uniform(double lo, double hi) {
-    return [lo, hi](node* t, std::mt19937& rng) {
-        std::uniform_real_distribution<double> u(lo, hi);
-        const auto es = static_cast<std::size_t>(type_size(t->lay.type));
-        for (std::int64_t i = 0; i < t->lay.nelements(); ++i) write_elem(t->lay.type, t->data + static_cast<std::size_t>(i) * es, u(rng));
-    };
-}
 std::function<void(node*, std::mt19937&)> values(std::vector<double> v) {
     return [v](node* t, std::mt19937&) {
         for (std::size_t i = 0; i < v.size(); ++i) write_elem(t->lay.type, t->data + i * 4, v[i]);
@@ -46,13 +39,6 @@ std::function<void(node*, std::mt19937&)> distributions() {
 }
 
 // Small integers in [0, n) as values (ties).
-std::function<void(node*, std::mt19937&)> small_ints(int n) {
-    return [n](node* t, std::mt19937& rng) {
-        std::uniform_int_distribution<int> d(0, n - 1);
-        const auto es = static_cast<std::size_t>(type_size(t->lay.type));
-        for (std::int64_t i = 0; i < t->lay.nelements(); ++i) write_elem(t->lay.type, t->data + static_cast<std::size_t>(i) * es, d(rng));
-    };
-}
 
 // J^T dy of f at x by central differences: dx_j = sum_i dy_i (f(x + h e_j) - f(x - h e_j))_i / 2h.
 vec vjp(const std::function<vec(const vec&)>& f, vec x, const vec& dy, double h = 1e-5) {
@@ -84,7 +70,6 @@ host rowwise(const host& dy, const host& x, const std::function<vec(const vec&, 
     return o;
 }
 
-double sigmoid(double x) { return 1 / (1 + std::exp(-x)); }
 vec silu_fw(const vec& x) {
     vec y(x.size());
     for (std::size_t i = 0; i < x.size(); ++i) y[i] = x[i] * sigmoid(x[i]);

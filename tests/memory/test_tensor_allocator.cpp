@@ -16,14 +16,14 @@ constexpr bool linear_placement() {
 }
 static_assert(linear_placement());
 
-constexpr std::array<std::size_t, 5> weights = {100, 300, 64, 1000, 1};
+constexpr std::array<std::size_t, 5> planned_sizes = {100, 300, 64, 1000, 1};
 static_assert([] {
-    auto l = plan_tensor_set(weights, 64);  // one buffer: 128 + 320 + 64 + 1024 + 64
+    auto l = plan_tensor_set(planned_sizes, 64);  // one buffer: 128 + 320 + 64 + 1024 + 64
     return l.buffer_sizes.size() == 1 && l.buffer_sizes[0] == 1600 && l.offset[3] == 512 && l.offset[4] == 1536;
 }());
 static_assert([] {
     // max 1100: [100,300,64] = 512, then 1000 (1024) would make 1536 -> new buffer; then 1 fits (1088)
-    auto l = plan_tensor_set(weights, 64, 1100);
+    auto l = plan_tensor_set(planned_sizes, 64, 1100);
     return l.buffer_sizes.size() == 2 && l.buffer_sizes[0] == 512 && l.buffer_sizes[1] == 1088 &&
            l.buffer[3] == 1 && l.offset[3] == 0 && l.buffer[4] == 1 && l.offset[4] == 1024;
 }());

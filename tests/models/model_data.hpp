@@ -14,20 +14,13 @@
 #include "tessera/models/llama.hpp"
 #include "tessera/models/sampling.hpp"
 
+#include "../shared_data.hpp"
 namespace model_test {
 
-// The shared data folder, or empty when absent (tests then skip with a message).
-inline std::string shared_data() {
-    const char* p = std::getenv("TESSERA_SHARED_DATA");
-    if (p == nullptr || !std::filesystem::is_directory(p)) return {};
-    return p;
-}
-
+// root/rel of the shared data, or "" when it is missing (see ../shared_data.hpp).
 inline std::string data_file(const std::string& rel) {
-    const std::string d = shared_data();
-    if (d.empty()) return {};
-    const std::string p = d + "/" + rel;
-    return std::filesystem::exists(p) ? p : std::string();
+    const std::string p = test_data::path(rel);
+    return !p.empty() && std::filesystem::exists(p) ? p : std::string();
 }
 
 // One line of goldens/stories260K-greedy.jsonl.

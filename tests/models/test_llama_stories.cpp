@@ -40,13 +40,10 @@ run_result run_greedy(models::llama_model& m, const std::string& prompt, std::si
 
 }  // namespace
 
-TEST_CASE("stories260K: greedy tokens and first logits equal llama.cpp's") {
-    const std::string model = model_test::data_file("models/stories260K.gguf");
-    const std::string gold = model_test::data_file("goldens/stories260K-greedy.jsonl");
-    if (model.empty() || gold.empty()) {
-        MESSAGE("SKIP: TESSERA_SHARED_DATA lacks models/stories260K.gguf or goldens/stories260K-greedy.jsonl");
-        return;
-    }
+DATA_TEST_CASE("stories260K: greedy tokens and first logits equal llama.cpp's", "models/stories260K.gguf",
+               "goldens/stories260K-greedy.jsonl") {
+    const std::string model = test_data::path("models/stories260K.gguf");
+    const std::string gold = test_data::path("goldens/stories260K-greedy.jsonl");
     const auto cases = model_test::load_greedy(gold);
     REQUIRE(cases.size() >= 3);
     struct config {
@@ -98,13 +95,14 @@ double perplexity(models::llama_model& m, const std::vector<std::int32_t>& toks)
 
 }  // namespace
 
-TEST_CASE("stories260K quantized by llama-quantize: greedy tokens and perplexity against f32") {
-    const std::string model = model_test::data_file("models/stories260K.gguf");
-    const std::string gold = model_test::data_file("goldens/stories260K-greedy.jsonl");
-    if (model.empty() || gold.empty() || model_test::data_file("models-quantized/stories260K-q8_0.gguf").empty()) {
-        MESSAGE("SKIP: TESSERA_SHARED_DATA lacks stories260K, its goldens or models-quantized/");
-        return;
-    }
+DATA_TEST_CASE("stories260K quantized by llama-quantize: greedy tokens and perplexity against f32",
+               "models/stories260K.gguf", "goldens/stories260K-greedy.jsonl", "models-quantized/stories260K-f16.gguf",
+               "models-quantized/stories260K-q8_0.gguf", "models-quantized/stories260K-q6_K.gguf",
+               "models-quantized/stories260K-q5_1.gguf", "models-quantized/stories260K-q5_0.gguf",
+               "models-quantized/stories260K-q4_K_M.gguf", "models-quantized/stories260K-q4_1.gguf",
+               "models-quantized/stories260K-q4_0.gguf") {
+    const std::string model = test_data::path("models/stories260K.gguf");
+    const std::string gold = test_data::path("goldens/stories260K-greedy.jsonl");
     const auto cases = model_test::load_greedy(gold);
     // the fixed text: every prompt followed by llama.cpp's greedy continuation
     std::vector<std::int32_t> text;

@@ -10,33 +10,20 @@
 #include <string>
 #include <vector>
 
+#include "../shared_data.hpp"
 #include "gguf_mini.hpp"
 #include "tessera/quant/reference.hpp"
 
 using namespace tessera;
 
-namespace {
-std::string shared_data() {
-    const char* p = std::getenv("TESSERA_SHARED_DATA");
-    return p ? p : "";
-}
-}  // namespace
-
-TEST_CASE("llama-quantize outputs are reproduced byte for byte") {
-    const std::string root = shared_data();
+DATA_TEST_CASE("llama-quantize outputs are reproduced byte for byte", "models/stories260K.gguf") {
+    const std::string root = test_data::root();
     const std::string src_path = root + "/models/stories260K.gguf";
-    if (root.empty() || !std::filesystem::exists(src_path)) {
-        MESSAGE("SKIPPED: TESSERA_SHARED_DATA/models/stories260K.gguf not found");
-        return;
-    }
     const gguf_mini::file src = gguf_mini::load(src_path);
     std::map<std::string, std::pair<int, int>> per_type;  // type -> (tensors equal, tensors)
     for (const char* variant : {"f16", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "q4_K_M", "q6_K"}) {
-        const std::string path = root + "/models-quantized/stories260K-" + variant + ".gguf";
-        if (!std::filesystem::exists(path)) {
-            MESSAGE("SKIPPED: " << path << " not found");
-            continue;
-        }
+        const std::string path = test_data::need(std::string("models-quantized/stories260K-") + variant + ".gguf");
+        if (path.empty()) continue;  // recorded: the data run reports skipped
         const gguf_mini::file qf = gguf_mini::load(path);
         for (const auto& t : qf.tensors) {
             const auto tt = static_cast<type_id>(t.type);

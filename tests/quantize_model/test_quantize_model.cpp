@@ -49,13 +49,9 @@ bool ends_with_weight(const std::string& s) { return s.size() >= 6 && s.substr(s
 
 }  // namespace
 
-TEST_CASE("quantize_model: stories260K to q8_0, q4_0, q4_K") {
-    const std::string model = model_test::data_file("models/stories260K.gguf");
-    const std::string gold = model_test::data_file("goldens/stories260K-greedy.jsonl");
-    if (model.empty() || gold.empty()) {
-        MESSAGE("SKIP: TESSERA_SHARED_DATA lacks models/stories260K.gguf or goldens/stories260K-greedy.jsonl");
-        return;
-    }
+DATA_TEST_CASE("quantize_model: stories260K to q8_0, q4_0, q4_K", "models/stories260K.gguf", "goldens/stories260K-greedy.jsonl") {
+    const std::string model = test_data::path("models/stories260K.gguf");
+    const std::string gold = test_data::path("goldens/stories260K-greedy.jsonl");
     const auto cases = model_test::load_greedy(gold);
     REQUIRE(cases.size() >= 3);
     const std::string dir = temp_dir();
@@ -106,7 +102,7 @@ TEST_CASE("quantize_model: stories260K to q8_0, q4_0, q4_K") {
         // tensor types follow the rules; quantized bytes equal quant::quantize of the input
         REQUIRE(q.tensors().size() == in.tensors().size());
         std::size_t checked_bytes = 0, same_as_llama_cpp = 0;
-        const std::string lc_path = model_test::data_file("models-quantized/stories260K-" +
+        const std::string lc_path = test_data::need("models-quantized/stories260K-" +
                                                           std::string(tg.t == type_id::q4_K ? "q4_K_M" : type_name(tg.t)) + ".gguf");
         std::optional<gguf::file> llama_cpp;
         if (!lc_path.empty()) llama_cpp.emplace(gguf::file::open(lc_path));
@@ -204,11 +200,15 @@ TEST_CASE("quantize_model: bad inputs are refused with clear errors") {
         bad.n_threads = 0;
         CHECK_THROWS_AS(models::quantize_model(dir + "/not.gguf", dir + "/out.gguf", bad), tessera::error);
     }
+    std::filesystem::remove_all(dir);
+}
+
+DATA_TEST_CASE("quantize_model: an already quantized input, and an imatrix of the wrong length",
+               "models-quantized/stories260K-q8_0.gguf", "models/stories260K.gguf") {
+    const std::string dir = temp_dir();
     // an already quantized input: refused, naming the tensor; accepted with allow_requantize
-    const std::string q8 = model_test::data_file("models-quantized/stories260K-q8_0.gguf");
-    if (q8.empty()) {
-        MESSAGE("SKIP (requantize part): TESSERA_SHARED_DATA lacks models-quantized/stories260K-q8_0.gguf");
-    } else {
+    const std::string q8 = test_data::path("models-quantized/stories260K-q8_0.gguf");
+    {
         models::quantize_options q4;
         q4.type = type_id::q4_0;
         try {
@@ -230,8 +230,8 @@ TEST_CASE("quantize_model: bad inputs are refused with clear errors") {
             if (t.n_dims == 2 && t.ne[0] % 32 == 0 && t.name != "output.weight") CHECK(type_name(t.type) == "q4_0");
     }
     // an imatrix of the wrong length names the tensor
-    const std::string model = model_test::data_file("models/stories260K.gguf");
-    if (!model.empty()) {
+    const std::string model = test_data::path("models/stories260K.gguf");
+    {
         std::unordered_map<std::string, std::vector<float>> im{{"blk.0.attn_q.weight", std::vector<float>(3, 1.0f)}};
         models::quantize_options qi;
         qi.type = type_id::q4_K;
@@ -292,10 +292,25 @@ TEST_CASE("load_imatrix_gguf: llama-imatrix's GGUF format, used by quantize_mode
             CHECK(std::string(e.what()).find("x.weight.counts") != std::string::npos);
         }
     }
-    const std::string model = model_test::data_file("models/stories260K.gguf");
-    if (model.empty()) {
-        MESSAGE("SKIP (quantize part): TESSERA_SHARED_DATA lacks models/stories260K.gguf");
-    } else {
+    std::filesystem::remove_all(dir);
+}
+
+DATA_TEST_CASE("load_imatrix_gguf: the importance weights steer quantize_model (stories260K)", "models/stories260K.gguf") {
+    const std::string dir = temp_dir();
+    std::vector<float> sums(64), counts{4.0f};
+    for (int j = 0; j < 64; ++j) sums[static_cast<std::size_t>(j)] = static_cast<float>((j * 37) % 11 + 1);
+    {
+        gguf::writer w;
+        w.set<std::uint32_t>("imatrix.chunk_count", 1);
+        w.add_tensor("blk.0.attn_q.weight.in_sum2", type_id::f32, {64, 1},
+                     std::as_bytes(std::span<const float>(sums)));
+        w.add_tensor("blk.0.attn_q.weight.counts", type_id::f32, {1, 1}, std::as_bytes(std::span<const float>(counts)));
+        w.write_to_file(dir + "/imatrix.gguf");
+    }
+    const auto im = models::load_imatrix_gguf(dir + "/imatrix.gguf");
+    const auto& v = im.at("blk.0.attn_q.weight");
+    const std::string model = test_data::path("models/stories260K.gguf");
+    {
         models::quantize_options qo;
         qo.type = type_id::q4_K;  // rows of 64: q5_0 (with importance weights)
         qo.imatrix = &im;

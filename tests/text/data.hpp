@@ -11,12 +11,6 @@
 
 namespace text_test {
 
-inline std::string shared_data() {
-    const char* p = std::getenv("TESSERA_SHARED_DATA");
-    if (p == nullptr || !std::filesystem::is_directory(p)) return {};
-    return p;
-}
-
 inline std::string read_file(const std::string& path) {
     std::ifstream f(path, std::ios::binary);
     return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};

@@ -10,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "../shared_data.hpp"
 #include "data.hpp"
 #include "tessera/text/load.hpp"
 
@@ -27,11 +28,7 @@ std::string join(const std::vector<token>& v) {
 }
 
 void run_tokenizer0(const std::string& name, std::size_t expected_cases) {
-    const std::string dir = text_test::shared_data();
-    if (dir.empty()) {
-        MESSAGE("SKIPPED: TESSERA_SHARED_DATA not set or missing; no vocabulary data");
-        return;
-    }
+    const std::string dir = test_data::root();
     const std::string path = dir + "/vocab/ggml-vocab-" + name + ".gguf";
     const tokenizer tok = load_tokenizer(path);
     const auto cases = text_test::load_cases(path);
@@ -51,9 +48,9 @@ void run_tokenizer0(const std::string& name, std::size_t expected_cases) {
 
 }  // namespace
 
-TEST_CASE("test-tokenizer-0: llama-spm") { run_tokenizer0("llama-spm", 46); }
-TEST_CASE("test-tokenizer-0: gpt-2") { run_tokenizer0("gpt-2", 46); }
-TEST_CASE("test-tokenizer-0: bert-bge") { run_tokenizer0("bert-bge", 46); }
+DATA_TEST_CASE("test-tokenizer-0: llama-spm", "vocab") { run_tokenizer0("llama-spm", 46); }
+DATA_TEST_CASE("test-tokenizer-0: gpt-2", "vocab") { run_tokenizer0("gpt-2", 46); }
+DATA_TEST_CASE("test-tokenizer-0: bert-bge", "vocab") { run_tokenizer0("bert-bge", 46); }
 
 namespace {
 
@@ -72,12 +69,8 @@ bool valid_utf8(const std::string& s) {
 
 }  // namespace
 
-TEST_CASE("upstream examples: special parsing, byte fallback, RSTRIP") {
-    const std::string dir = text_test::shared_data();
-    if (dir.empty()) {
-        MESSAGE("SKIPPED: TESSERA_SHARED_DATA not set or missing");
-        return;
-    }
+DATA_TEST_CASE("upstream examples: special parsing, byte fallback, RSTRIP", "vocab") {
+    const std::string dir = test_data::root();
     const tokenizer spm = load_tokenizer(dir + "/vocab/ggml-vocab-llama-spm.gguf");
     CHECK(spm.tokenize("Hello world", true) == std::vector<token>{1, 15043, 3186});
     CHECK(spm.tokenize(" ", false) == std::vector<token>{259});
@@ -93,12 +86,8 @@ TEST_CASE("upstream examples: special parsing, byte fallback, RSTRIP") {
     CHECK((phi3.get_vocab().attributes(eos_text) & attr::control) != 0);  // user-defined in the file, control by text
 }
 
-TEST_CASE("every vocabulary loads, tokenizes the standard inputs and round-trips") {
-    const std::string dir = text_test::shared_data();
-    if (dir.empty()) {
-        MESSAGE("SKIPPED: TESSERA_SHARED_DATA not set or missing");
-        return;
-    }
+DATA_TEST_CASE("every vocabulary loads, tokenizes the standard inputs and round-trips", "vocab") {
+    const std::string dir = test_data::root();
     const auto inputs = standard_inputs(dir);
     REQUIRE(inputs.size() == 46);
     std::vector<std::string> files;
@@ -139,24 +128,16 @@ TEST_CASE("every vocabulary loads, tokenizes the standard inputs and round-trips
     }
 }
 
-TEST_CASE("bert-bge adds [CLS] ... [SEP] with special tokens") {
-    const std::string dir = text_test::shared_data();
-    if (dir.empty()) {
-        MESSAGE("SKIPPED: TESSERA_SHARED_DATA not set or missing");
-        return;
-    }
+DATA_TEST_CASE("bert-bge adds [CLS] ... [SEP] with special tokens", "vocab") {
+    const std::string dir = test_data::root();
     const tokenizer bert = load_tokenizer(dir + "/vocab/ggml-vocab-bert-bge.gguf");
     CHECK(bert.tokenize("Hello world", true) == std::vector<token>{101, 7592, 2088, 102});
     CHECK(bert.token_to_piece(7592) == " hello");
     CHECK(bert.token_to_piece(101) == "[CLS]");
 }
 
-TEST_CASE("broken GGUF files fail to load with an error, not a crash") {
-    const std::string dir = text_test::shared_data();
-    if (dir.empty()) {
-        MESSAGE("SKIPPED: TESSERA_SHARED_DATA not set or missing");
-        return;
-    }
+DATA_TEST_CASE("broken GGUF files fail to load with an error, not a crash", "vocab") {
+    const std::string dir = test_data::root();
     int n = 0;
     for (const auto& e : std::filesystem::directory_iterator(dir + "/gguf-bad")) {
         INFO(e.path().string());
@@ -168,12 +149,8 @@ TEST_CASE("broken GGUF files fail to load with an error, not a crash") {
     CHECK_THROWS_AS(load_tokenizer(dir + "/gguf/gguf-v3-q4-0.bin"), tessera::error);
 }
 
-TEST_CASE("random bytes never crash a tokenizer") {
-    const std::string dir = text_test::shared_data();
-    if (dir.empty()) {
-        MESSAGE("SKIPPED: TESSERA_SHARED_DATA not set or missing");
-        return;
-    }
+DATA_TEST_CASE("random bytes never crash a tokenizer", "vocab") {
+    const std::string dir = test_data::root();
     std::uint32_t state = 12345;
     auto next = [&] {
         state = state * 1664525u + 1013904223u;
@@ -200,12 +177,8 @@ TEST_CASE("random bytes never crash a tokenizer") {
     }
 }
 
-TEST_CASE("one tokenizer used from several threads gives the same ids") {
-    const std::string dir = text_test::shared_data();
-    if (dir.empty()) {
-        MESSAGE("SKIPPED: TESSERA_SHARED_DATA not set or missing");
-        return;
-    }
+DATA_TEST_CASE("one tokenizer used from several threads gives the same ids", "vocab") {
+    const std::string dir = test_data::root();
     const auto inputs = standard_inputs(dir);
     for (const char* f : {"/vocab/ggml-vocab-llama-spm.gguf", "/vocab/ggml-vocab-gpt-2.gguf", "/vocab/ggml-vocab-bert-bge.gguf"}) {
         const tokenizer tok = load_tokenizer(dir + f);
