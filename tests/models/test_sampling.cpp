@@ -147,7 +147,9 @@ TEST_CASE("sampling: typical keeps the tokens whose surprise is nearest the entr
     const std::vector<float> q = {std::log(0.5f), std::log(0.25f), std::log(0.125f), std::log(0.125f)};
     const std::vector<std::pair<double, std::set<std::int32_t>>> cases = {
         {0.0, {1}}, {0.2, {1}}, {0.3, {1, 0}}, {0.5, {1, 0}}, {0.8, {1, 0, 2}}, {0.9, {1, 0, 2, 3}}};
-    for (const auto& [typ, want] : cases) {
+    for (const auto& cs : cases) {
+        const double typ = cs.first;  // (INFO cannot capture a structured binding under clang < 16)
+        const auto& want = cs.second;
         auto c = candidates::from_logits(q);
         models::apply_typical(c, typ);
         INFO("typical ", typ);
@@ -278,6 +280,11 @@ TEST_CASE("sampling: greedy and the default chain") {
     // min-p 1 keeps only the most likely: at any temperature that is greedy
     sampler m({.temp = 5.0f, .top_k = 0, .top_p = 1.0f, .seed = 3, .min_p = 1.0f});
     for (int i = 0; i < 20; ++i) CHECK(m.sample(std::vector<float>{0.1f, 0.3f, 0.2f}) == 1);
+    // temp 0 with a dynamic range is not greedy: the temperature is 0 .. range by entropy
+    sampler d({.temp = 0.0f, .top_k = 0, .top_p = 1.0f, .seed = 2, .dynatemp_range = 3.0f});
+    std::set<std::int32_t> drawn;
+    for (int i = 0; i < 50; ++i) drawn.insert(d.sample(L));
+    CHECK(drawn.size() > 2);
 }
 
 TEST_CASE("sampling: the draw follows the probabilities") {
@@ -299,7 +306,9 @@ TEST_CASE("sampling: the draw follows the probabilities") {
     std::map<std::int32_t, int> count;
     for (int i = 0; i < n; ++i) ++count[s.sample(L)];
     for (const auto& [id, k] : count) CHECK(kept.count(id) == 1);
-    for (const auto& [id, p] : want) {
+    for (const auto& w : want) {
+        const std::int32_t id = w.first;
+        const double p = w.second;
         // within 5 standard deviations of the binomial count
         const double sd = std::sqrt(n * p * (1 - p));
         INFO("id ", id, " p ", p, " count ", count[id]);

@@ -74,7 +74,7 @@ inline std::vector<sampler_stage> default_sampler_order() {
 // alone means what it always did (apart from the order: top-p now cuts before the
 // temperature, as in llama.cpp).
 struct sampler_params {
-    float temp = 0.0f;                 // <= 0: greedy
+    float temp = 0.0f;                 // <= 0: greedy (with dynatemp_range 0)
     int top_k = 40;                    // <= 0: all tokens
     float top_p = 0.95f;               // in (0, 1]; >= 1: no nucleus cut
     std::uint64_t seed = 0;
@@ -300,7 +300,7 @@ public:
 
     // The next token; it is also accepted into the history.
     std::int32_t sample(std::span<const float> logits) {
-        if (p_.temp <= 0.0f && p_.mirostat == 0 && !penalties_on() && !max_may_go()) {
+        if (p_.temp <= 0.0f && p_.dynatemp_range <= 0.0f && p_.mirostat == 0 && !penalties_on() && !max_may_go()) {
             // every stage keeps the largest logit: argmax, without building and sorting candidates
             check_logits(logits);
             const std::int32_t id = argmax(logits);
