@@ -401,6 +401,20 @@ TEST_CASE("sampling: mirostat's mu update") {
     }
 }
 
+TEST_CASE("sampling: masked (-inf) tokens are never drawn, and mirostat's mu stays finite") {
+    const float ninf = -std::numeric_limits<float>::infinity();
+    const std::vector<float> masked = {1.0f, ninf, 2.0f, ninf, ninf, 0.5f};
+    for (int mirostat : {0, 1, 2}) {
+        sampler s({.temp = 1.0f, .top_k = 0, .top_p = 1.0f, .seed = 3, .mirostat = mirostat, .mirostat_tau = 8.0f});
+        for (int i = 0; i < 200; ++i) {
+            const std::int32_t id = s.sample(masked);
+            INFO("mirostat ", mirostat, " draw ", i);
+            REQUIRE((id == 0 || id == 2 || id == 5));
+            REQUIRE(std::isfinite(s.mirostat_mu()));
+        }
+    }
+}
+
 TEST_CASE("sampling: a seed gives the same tokens, another seed others") {
     // the generator is std::mt19937_64, whose stream the standard fixes: its 10000th
     // value from the default seed 5489 is 9981545732273789042

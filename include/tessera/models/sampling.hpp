@@ -35,7 +35,6 @@
 #include <cstdint>
 #include <deque>
 #include <limits>
-#include <numeric>
 #include <random>
 #include <span>
 #include <string>
@@ -268,14 +267,18 @@ inline std::size_t draw(const candidates& c, double u) {
         acc += c.data[i].p;
         if (u < acc) return i;
     }
-    return c.data.size() - 1;
+    // u at or past the rounded total: the last candidate that can be drawn
+    std::size_t last = c.data.size() - 1;
+    while (last > 0 && !(c.data[last].p > 0)) --last;
+    return last;
 }
 
 // Mirostat v1's k for the candidates (after softmax): the Zipf exponent s estimated by
 // least squares over the m most likely tokens, then k = (e 2^mu / (1 - N^-e))^(1/s).
 inline double mirostat_k(const candidates& c, double mu, int m, std::int64_t n_vocab) {
     double sum_tb = 0, sum_tt = 0;
-    for (std::size_t i = 0; i + 1 < c.data.size() && i + 1 < static_cast<std::size_t>(m); ++i) {
+    // (pairs stop at a zero probability, a -inf logit, whose log ratio is infinite)
+    for (std::size_t i = 0; i + 1 < c.data.size() && i + 1 < static_cast<std::size_t>(m) && c.data[i + 1].p > 0; ++i) {
         const double t = std::log(static_cast<double>(i + 2) / static_cast<double>(i + 1));
         const double b = std::log(c.data[i].p / c.data[i + 1].p);
         sum_tb += t * b;
@@ -286,7 +289,8 @@ inline double mirostat_k(const candidates& c, double mu, int m, std::int64_t n_v
     const double n = static_cast<double>(n_vocab);
     // e -> 0: e / (1 - N^-e) -> 1 / ln N
     const double ratio = std::abs(e) < 1e-12 ? 1.0 / std::log(n) : e / (1 - std::pow(n, -e));
-    return std::pow(ratio * std::pow(2.0, mu), 1 / s);
+    const double k = std::pow(ratio * std::pow(2.0, mu), 1 / s);
+    return k >= 1 ? k : 1;  // (also for a NaN)
 }
 
 class sampler {
