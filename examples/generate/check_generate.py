@@ -157,6 +157,22 @@ for v in ("1", "2"):
     m1 = gen(["--temp", "1", "--mirostat", v, "-s", "7"])[0]
     check(m1 == gen(["--temp", "1", "--mirostat", v, "-s", "7"])[0] and m1 != gen(["--temp", "1", "--mirostat", v, "-s", "8"])[0],
           "--mirostat %s is reproducible with a seed, and seeds differ" % v)
+# the first step against the definitions (Basu et al.), mu = 2 tau: v1 keeps the
+# k = (e 2^mu / (1 - N^-e))^(1/s) most likely (s fitted over the 100 most likely, e = s - 1),
+# v2 the tokens of surprise -log2 p <= mu
+sp = [probs[i] for i in by_p]
+tb = sum(math.log((i + 2) / (i + 1)) * math.log(sp[i] / sp[i + 1]) for i in range(99) if sp[i + 1] > 0)
+tt = sum(math.log((i + 2) / (i + 1)) ** 2 for i in range(99) if sp[i + 1] > 0)
+s_hat = tb / tt
+for tau in (1.5, 3.0):
+    e = s_hat - 1
+    k = int(min(max((e * 2 ** (2 * tau) / (1 - n_vocab ** -e)) ** (1 / s_hat), 1), n_vocab))
+    got = first_tokens(["--temp", "1", "--mirostat", "1", "--mirostat-ent", str(tau)])
+    check(got <= set(by_p[:k]), "--mirostat 1 --mirostat-ent %g: first tokens within the top k = %d" % (tau, k), got)
+    kept = {i for i in range(n_vocab) if probs[i] > 0 and -math.log2(probs[i]) <= 2 * tau} or {by_p[0]}
+    got = first_tokens(["--temp", "1", "--mirostat", "2", "--mirostat-ent", str(tau)])
+    check(got <= kept, "--mirostat 2 --mirostat-ent %g: first tokens of surprise <= %g bits (%d tokens)" % (tau, 2 * tau, len(kept)),
+          got)
 # tau 0: v2 keeps only the most likely token (its surprise after renormalizing is 0, so mu stays 0)
 check(gen(["--temp", "1", "--mirostat", "2", "--mirostat-ent", "0", "-s", "9"])[0] == greedy_out,
       "--mirostat 2 --mirostat-ent 0 is greedy")
