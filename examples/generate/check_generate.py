@@ -18,6 +18,7 @@ import math
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -266,5 +267,6 @@ for args, code, text in (
     rc, out, err = run(args)
     check(rc == code and text in err and out == "", "bad arguments %s -> exit %d" % (args, code), "rc=%d err=%r" % (rc, err))
 
+shutil.rmtree(tmp, ignore_errors=True)
 print("%d failure(s)" % failures)
 sys.exit(1 if failures else 0)
