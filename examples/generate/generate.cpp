@@ -2,18 +2,26 @@
 //
 //   generate -m model.gguf -p "Once upon a time" -n 64      greedy
 //   generate -m model.gguf -p "..." --temp 0.8 --top-k 40 --top-p 0.95 --seed 1
+//   generate -m model.gguf -f prompt.txt --mirostat 2 -s 7   mirostat v2, prompt from a file
+//   generate -m model.gguf -p "User:" -r "User:" -i           line mode: stdin answers
 //   generate                                                  no model: a random-weight demo
 //   generate -m model.gguf --device vulkan                    on the first Vulkan device
 //
-// stdout gets the prompt and then each generated piece as it comes (nothing else);
-// stderr gets the model summary and the prompt and generation speeds. The prompt is
-// processed in batches of -b tokens (one graph each), then one token per graph with
-// the KV cache.
+// stdout gets the prompt and then each generated piece as it comes (nothing else; the
+// lines read in -i mode are not echoed); stderr gets the model summary and the prompt
+// and generation speeds. The prompt is processed in batches of -b tokens (one graph
+// each), then one token per graph with the KV cache. The sampler chain and its options
+// are llama.cpp's (models/sampling.hpp); the prompt's tokens are in the penalties'
+// history, as in llama.cpp.
+#include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <limits>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -33,11 +41,36 @@ constexpr const char* usage_text =
     "  -m, --model PATH     llama-architecture GGUF model; without it a random-weight\n"
     "                       model is built with tessera's GGUF writer and run (a demo)\n"
     "  -p, --prompt TEXT    prompt (default \"Once upon a time\")\n"
-    "  -n, --n-predict N    tokens to generate (default 64); stops early at end of text\n"
+    "  -f, --file PATH      the prompt from a file (one trailing newline dropped)\n"
+    "  -e, --escape         process escapes in the prompt and reverse prompts: \\n \\r \\t\n"
+    "                       \\a \\b \\f \\v \\\\ \\' \\\" \\? \\xHH\n"
+    "  --no-display-prompt  do not write the prompt to stdout\n"
+    "  -n, --n-predict N    tokens to generate (default 64; per turn with -i); stops early\n"
+    "                       at end of text or a reverse prompt\n"
+    "  -r, --reverse-prompt STR  stop when the generated text reaches STR (repeatable);\n"
+    "                       with -i, read the next line then\n"
+    "  -i, --interactive    line mode: when generation stops, read a line from stdin,\n"
+    "                       append it (with its newline) and go on; end of input ends\n"
+    "  --logits-out PATH    write the logits after the prompt as a JSON array (n_vocab\n"
+    "                       numbers; null for a non-finite one)\n"
+    "  -v, --verbose        also write the prompt's and the generated token ids to stderr\n"
+    "sampling (llama.cpp's chain: penalties, top-k, typical, top-p, min-p, temperature):\n"
     "  --temp T             temperature; 0 (default) is greedy\n"
     "  --top-k K            keep the K most likely tokens (default 40; 0: all)\n"
     "  --top-p P            keep the smallest set of probability >= P (default 0.95)\n"
-    "  --seed S             sampler seed (default 1)\n"
+    "  --min-p P            keep tokens of probability >= P times the largest (default 0: off)\n"
+    "  --typical P          locally typical sampling with mass P (default 1: off)\n"
+    "  --repeat-penalty F   divide positive / multiply negative logits of recent tokens by F\n"
+    "                       (default 1: off)\n"
+    "  --repeat-last-n N    tokens the penalties look at (default 64; 0: none, -1: all)\n"
+    "  --presence-penalty F subtract F from the logit of each recent token (default 0)\n"
+    "  --frequency-penalty F  subtract F times its count from each recent token (default 0)\n"
+    "  --dynatemp-range R   dynamic temperature in [T - R, T + R] by entropy (default 0: off)\n"
+    "  --dynatemp-exp E     dynamic temperature exponent (default 1)\n"
+    "  --mirostat N         mirostat 1 or 2 instead of top-k .. min-p (default 0: off)\n"
+    "  --mirostat-lr ETA    mirostat learning rate (default 0.1)\n"
+    "  --mirostat-ent TAU   mirostat target entropy (default 5)\n"
+    "  -s, --seed S         sampler seed (default 1)\n"
     "  -t, --threads N      threads (default: all hardware threads)\n"
     "  -c, --ctx-size N     KV cache length (default: min(training context, 4096))\n"
     "  -b, --batch-size N   prompt tokens per graph (default 512)\n"
@@ -52,7 +85,9 @@ constexpr const char* usage_text =
     "  -h, --help           this text\n";
 
 struct args {
-    std::string model, prompt = "Once upon a time", random_out;
+    std::string model, prompt = "Once upon a time", random_out, logits_out;
+    std::vector<std::string> reverse;
+    bool display_prompt = true, interactive = false, verbose = false;
     int n_predict = 64, threads = 0;
     std::int64_t n_ctx = 0, n_batch = 512;
     models::sampler_params sp{.temp = 0.0f, .top_k = 40, .top_p = 0.95f, .seed = 1};
@@ -69,9 +104,71 @@ float to_float(std::string_view opt, const std::string& v, double lo, double hi)
     return static_cast<float>(cli::to_float(opt, v, lo, hi));
 }
 
+int hex_digit(char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
+// C escapes as llama.cpp's -e takes them; an unknown one (and a trailing backslash) stays as it is.
+std::string process_escapes(std::string_view s) {
+    std::string out;
+    out.reserve(s.size());
+    for (std::size_t i = 0; i < s.size(); ++i) {
+        if (s[i] != '\\' || i + 1 == s.size()) {
+            out += s[i];
+            continue;
+        }
+        const char c = s[++i];
+        switch (c) {
+            case 'n': out += '\n'; break;
+            case 'r': out += '\r'; break;
+            case 't': out += '\t'; break;
+            case 'a': out += '\a'; break;
+            case 'b': out += '\b'; break;
+            case 'f': out += '\f'; break;
+            case 'v': out += '\v'; break;
+            case '\\':
+            case '\'':
+            case '"':
+            case '?': out += c; break;
+            case 'x':
+                if (i + 2 < s.size() && hex_digit(s[i + 1]) >= 0 && hex_digit(s[i + 2]) >= 0) {
+                    out += static_cast<char>(hex_digit(s[i + 1]) * 16 + hex_digit(s[i + 2]));
+                    i += 2;
+                    break;
+                }
+                [[fallthrough]];
+            default:
+                out += '\\';
+                out += c;
+        }
+    }
+    return out;
+}
+
+// The whole of a prompt file, less one trailing newline (as llama.cpp's -f).
+std::string read_prompt_file(const std::string& opt, const std::string& path) {
+    std::FILE* f = std::fopen(path.c_str(), "rb");
+    if (!f) throw std::runtime_error(opt + ": cannot open '" + path + "': " + std::strerror(errno));
+    std::string text;
+    char buf[65536];
+    std::size_t n;
+    while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) text.append(buf, n);
+    const bool bad = std::ferror(f) != 0;
+    const int err = errno;
+    std::fclose(f);
+    if (bad) throw std::runtime_error(opt + ": cannot read '" + path + "': " + std::strerror(err));
+    if (!text.empty() && text.back() == '\n') text.pop_back();
+    return text;
+}
+
 // The options; throws cli::usage_error. help is set for -h / --help (nothing else is read).
 args parse(int argc, char** argv, bool& help) {
     args a;
+    bool escape = false;
+    std::string prompt_from;  // the option that set the prompt
     for (int i = 1; i < argc; ++i) {
         const std::string_view o = argv[i];
         auto value = [&]() -> std::string {
@@ -84,8 +181,49 @@ args parse(int argc, char** argv, bool& help) {
         } else if (o == "-m" || o == "--model") {
             a.model = value();
             if (a.model.empty()) throw usage_error(std::string(o) + " needs a file name, not ''");
-        } else if (o == "-p" || o == "--prompt") {
-            a.prompt = value();
+        } else if (o == "-p" || o == "--prompt" || o == "-f" || o == "--file") {
+            const bool file = o == "-f" || o == "--file";
+            if (!prompt_from.empty())
+                throw usage_error(std::string(o) + " after " + prompt_from + ": give the prompt once (-p or -f)");
+            prompt_from = o;
+            a.prompt = file ? read_prompt_file(std::string(o), value()) : value();
+        } else if (o == "-e" || o == "--escape") {
+            escape = true;
+        } else if (o == "--no-display-prompt") {
+            a.display_prompt = false;
+        } else if (o == "-r" || o == "--reverse-prompt") {
+            a.reverse.push_back(value());
+            if (a.reverse.back().empty()) throw usage_error(std::string(o) + " needs a string, not ''");
+        } else if (o == "-i" || o == "--interactive") {
+            a.interactive = true;
+        } else if (o == "--logits-out") {
+            a.logits_out = value();
+            if (a.logits_out.empty()) throw usage_error("--logits-out needs a file name, not ''");
+        } else if (o == "-v" || o == "--verbose") {
+            a.verbose = true;
+        } else if (o == "--min-p") {
+            a.sp.min_p = to_float(o, value(), 0.0, 1.0);
+        } else if (o == "--typical") {
+            a.sp.typical_p = to_float(o, value(), 0.0, 1.0);
+        } else if (o == "--repeat-penalty") {
+            a.sp.repeat_penalty = to_float(o, value(), 0.0, 1e9);
+            if (!(a.sp.repeat_penalty > 0.0f)) throw usage_error("--repeat-penalty " + std::string(argv[i]) + " is outside (0, 1e9]");
+        } else if (o == "--repeat-last-n") {
+            a.sp.repeat_last_n = static_cast<int>(to_int(o, value(), -1, 1 << 24));
+        } else if (o == "--presence-penalty") {
+            a.sp.presence_penalty = to_float(o, value(), -1e9, 1e9);
+        } else if (o == "--frequency-penalty") {
+            a.sp.frequency_penalty = to_float(o, value(), -1e9, 1e9);
+        } else if (o == "--dynatemp-range") {
+            a.sp.dynatemp_range = to_float(o, value(), 0.0, 1e9);
+        } else if (o == "--dynatemp-exp") {
+            a.sp.dynatemp_exponent = to_float(o, value(), 0.0, 1e9);
+        } else if (o == "--mirostat") {
+            a.sp.mirostat = static_cast<int>(to_int(o, value(), 0, 2));
+        } else if (o == "--mirostat-lr") {
+            a.sp.mirostat_eta = to_float(o, value(), 0.0, 1e9);
+        } else if (o == "--mirostat-ent") {
+            a.sp.mirostat_tau = to_float(o, value(), 0.0, 1e9);
         } else if (o == "-n" || o == "--n-predict") {
             a.n_predict = static_cast<int>(to_int(o, value(), 0, 1 << 20));
         } else if (o == "--temp") {
@@ -95,7 +233,7 @@ args parse(int argc, char** argv, bool& help) {
         } else if (o == "--top-p") {
             a.sp.top_p = to_float(o, value(), 0.0, 1.0);
             if (!(a.sp.top_p > 0.0f)) throw usage_error("--top-p " + std::string(argv[i]) + " is outside (0, 1]");
-        } else if (o == "--seed") {
+        } else if (o == "-s" || o == "--seed") {
             a.sp.seed = static_cast<std::uint64_t>(to_int(o, value(), 0, std::numeric_limits<long long>::max()));
         } else if (o == "-t" || o == "--threads") {
             a.threads = static_cast<int>(to_int(o, value(), 1, 1024));
@@ -127,6 +265,10 @@ args parse(int argc, char** argv, bool& help) {
         } else {
             throw usage_error("unexpected argument '" + std::string(o) + "' (the model goes after -m)");
         }
+    }
+    if (escape) {
+        a.prompt = process_escapes(a.prompt);
+        for (auto& r : a.reverse) r = process_escapes(r);
     }
     return a;
 }
@@ -176,11 +318,53 @@ std::string write_random_model(const args& a, remove_on_exit& cleanup) {
     return path;
 }
 
+// Writes logits to path as one JSON array (null for a non-finite value), under a
+// temporary name renamed at the end, so a failure leaves no partial file.
+void write_logits(const std::string& path, std::span<const float> logits) {
+    cli::atomic_output out(path);
+    std::FILE* f = std::fopen(out.tmp_path().c_str(), "wb");
+    if (!f) throw std::runtime_error("--logits-out: cannot create '" + out.tmp_path() + "': " + std::strerror(errno));
+    std::fputc('[', f);
+    for (std::size_t i = 0; i < logits.size(); ++i) {
+        if (i) std::fputs(i % 8 ? ", " : ",\n", f);
+        if (std::isfinite(logits[i])) std::fprintf(f, "%.9g", static_cast<double>(logits[i]));
+        else std::fputs("null", f);
+    }
+    std::fputs("]\n", f);
+    const bool bad = std::ferror(f) != 0;
+    const int err = errno;
+    if (std::fclose(f) != 0 || bad)
+        throw std::runtime_error("--logits-out: writing '" + out.tmp_path() + "' failed: " + std::strerror(bad ? err : errno));
+    out.commit();
+}
+
+// One line from stdin without its newline; false at end of input.
+bool read_line(std::string& line) {
+    line.clear();
+    char buf[4096];
+    while (std::fgets(buf, sizeof buf, stdin)) {
+        line += buf;
+        if (!line.empty() && line.back() == '\n') {
+            line.pop_back();
+            return true;
+        }
+    }
+    if (std::ferror(stdin)) throw std::runtime_error(std::string("reading standard input failed: ") + std::strerror(errno));
+    return !line.empty();  // a last line without a newline
+}
+
+std::string ids_text(std::span<const std::int32_t> ids) {
+    std::string s;
+    for (std::int32_t id : ids) s += (s.empty() ? "" : " ") + std::to_string(id);
+    return s;
+}
+
 int run(const args& a, cli::state& st) {
     remove_on_exit cleanup;
     std::string path = a.model;
     bool mid_line = false;  // stdout has the prompt and pieces but no newline yet
     try {
+        if (!a.logits_out.empty()) cli::check_output_folder("--logits-out", a.logits_out);
         if (path.empty()) {
             st.file = a.random_out;
             path = write_random_model(a, cleanup);
@@ -214,40 +398,86 @@ int run(const args& a, cli::state& st) {
                          static_cast<long long>(m.n_ctx()));
             return 1;
         }
-        std::fputs(a.prompt.c_str(), stdout);
-        std::fflush(stdout);
-        mid_line = true;
+        if (a.display_prompt) {
+            std::fputs(a.prompt.c_str(), stdout);
+            std::fflush(stdout);
+            mid_line = true;
+        }
 
         models::sampler smp(a.sp);
         const std::vector<std::int32_t> prompt(ids.begin(), ids.end());
+        for (std::int32_t id : prompt) smp.accept(id);  // the penalties see the prompt, as llama.cpp's
+        if (a.verbose) std::fprintf(stderr, "generate: prompt ids: %s\n", ids_text(prompt).c_str());
         auto t0 = std::chrono::steady_clock::now();
         std::vector<float> logits = m.eval(prompt);
-        const double t_prompt = seconds_since(t0);
+        double t_prompt = seconds_since(t0);
+        std::size_t n_prompt = prompt.size();  // tokens of the prompt and the lines read (-i)
+        if (!a.logits_out.empty()) write_logits(a.logits_out, logits);
 
         int n_gen = 0, n_eval = 0;  // tokens written; tokens run through the model one by one
         bool full = false;
-        t0 = std::chrono::steady_clock::now();
-        while (n_gen < a.n_predict) {
-            const std::int32_t next = smp.sample(logits);
-            if (tok.get_vocab().is_eog(next)) break;
-            const std::string_view piece = tok.token_to_piece(next, false);
-            std::fwrite(piece.data(), 1, piece.size(), stdout);
-            std::fflush(stdout);
-            if (++n_gen == a.n_predict) break;
-            if (m.n_past() >= m.n_ctx()) {
+        std::vector<std::int32_t> generated;
+        std::vector<std::int32_t> pending;  // written but not yet run through the model (-i)
+        double t_gen = 0;
+        for (;;) {  // a turn: generate until -n, end of text or a reverse prompt
+            t0 = std::chrono::steady_clock::now();
+            std::string text;  // this turn's text, for the reverse prompts
+            for (int n_turn = 0; n_turn < a.n_predict;) {
+                const std::int32_t next = smp.sample(logits);
+                if (tok.get_vocab().is_eog(next)) break;
+                const std::string_view piece = tok.token_to_piece(next, false);
+                std::fwrite(piece.data(), 1, piece.size(), stdout);
+                std::fflush(stdout);
+                mid_line = true;
+                generated.push_back(next);
+                ++n_gen;
+                // a reverse prompt that this piece completes
+                const std::size_t before = text.size();
+                text += piece;
+                bool stop = false;
+                for (const auto& r : a.reverse)
+                    if (text.find(r, before + 1 > r.size() ? before + 1 - r.size() : 0) != std::string::npos) stop = true;
+                if (stop || ++n_turn == a.n_predict) {
+                    pending.assign(1, next);
+                    break;
+                }
+                if (m.n_past() >= m.n_ctx()) {
+                    full = true;
+                    break;
+                }
+                logits = m.eval(std::span<const std::int32_t>(&next, 1));
+                ++n_eval;
+            }
+            t_gen += seconds_since(t0);
+            if (!a.interactive || full) break;
+            // line mode: the next line goes after what was written; end of input ends
+            std::string line;
+            if (!read_line(line)) break;
+            std::vector<std::int32_t> input;
+            input.swap(pending);  // (already in the sampler's history)
+            const std::size_t n_pending = input.size();
+            if (!line.empty()) {
+                const auto more = tok.tokenize(line + "\n", false);
+                input.insert(input.end(), more.begin(), more.end());
+            }
+            for (std::size_t i = n_pending; i < input.size(); ++i) smp.accept(input[i]);
+            if (input.empty()) continue;  // an empty line after end of text: generate on
+            if (m.n_past() + static_cast<std::int64_t>(input.size()) > m.n_ctx()) {
                 full = true;
                 break;
             }
-            logits = m.eval(std::span<const std::int32_t>(&next, 1));
-            ++n_eval;
+            t0 = std::chrono::steady_clock::now();
+            logits = m.eval(input);
+            t_prompt += seconds_since(t0);
+            n_prompt += input.size();
         }
-        const double t_gen = seconds_since(t0);
         std::fputc('\n', stdout);
         std::fflush(stdout);
         mid_line = false;
+        if (a.verbose) std::fprintf(stderr, "generate: generated ids: %s\n", ids_text(generated).c_str());
         if (full) std::fprintf(stderr, "generate: the context of %lld tokens is full\n", static_cast<long long>(m.n_ctx()));
-        std::fprintf(stderr, "generate: prompt     %5zu tokens in %8.2f ms = %9.1f tokens/s\n", prompt.size(), t_prompt * 1e3,
-                     static_cast<double>(prompt.size()) / t_prompt);
+        std::fprintf(stderr, "generate: prompt     %5zu tokens in %8.2f ms = %9.1f tokens/s\n", n_prompt, t_prompt * 1e3,
+                     static_cast<double>(n_prompt) / t_prompt);
         std::fprintf(stderr, "generate: generation %5d tokens in %8.2f ms = %9.1f tokens/s (%d generated)\n", n_eval,
                      t_gen * 1e3, n_eval > 0 ? n_eval / t_gen : 0.0, n_gen);
         std::fprintf(stderr, "generate: compute buffer %.2f MiB\n", static_cast<double>(m.compute_buffer_size()) / (1024.0 * 1024.0));
