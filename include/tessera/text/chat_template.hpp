@@ -132,6 +132,12 @@ inline std::string_view kind_name(value::kind k) {
     return "value";
 }
 
+// "a string", "an integer": for messages.
+inline std::string a_kind(value::kind k) {
+    const std::string_view n = kind_name(k);
+    return (n[0] == 'i' || n[0] == 'u' ? "an " : "a ") + std::string(n);
+}
+
 // Python truthiness.
 inline bool truthy(const value& v) {
     switch (v.k) {
@@ -635,15 +641,15 @@ private:
             if (closer && ends.size())
                 bad("'{% " + kw.text + " %}' where '{% " + std::string(*ends.begin()) + " %}' closing the '{% " +
                         std::string(opener) + " %}' at " + where(src_, open_at) + " was expected,",
-                    kw.at);
+                    t.at);
             ++p_;
             out.push_back(parse_statement());
         }
     }
 
     stmt parse_statement() {
+        const std::size_t at = t_[p_ - 1].at;  // the '{%' of this statement
         const token& kw = next();
-        const std::size_t at = kw.at;
         depth_guard guard(*this, at);
         stmt s;
         s.at = at;
@@ -1152,7 +1158,7 @@ private:
                 items.push_back(value::string(
                     seq.s.substr(starts[n], (n + 1 < starts.size() ? starts[n + 1] : seq.s.size()) - starts[n])));
         } else if (seq.k != value::kind::undefined && seq.k != value::kind::none) {
-            bad("cannot loop over a " + std::string(kind_name(seq.k)), s.e->at);
+            bad("cannot loop over " + a_kind(seq.k), s.e->at);
         } else if (seq.k == value::kind::none) {
             bad("cannot loop over none", s.e->at);
         }
@@ -1211,7 +1217,7 @@ private:
     std::int64_t to_int(const value& v, const expr& e, std::string_view what) {
         if (v.k == value::kind::integer) return v.i;
         if (v.k == value::kind::boolean) return v.b;
-        bad(std::string(what) + " must be an integer, not a " + std::string(kind_name(v.k)), e.at);
+        bad(std::string(what) + " must be an integer, not " + a_kind(v.k), e.at);
     }
 
     value eval(const expr& e) {
@@ -1311,7 +1317,7 @@ private:
             starts = cp_starts(obj.s);
             len = static_cast<std::int64_t>(starts.size());
         } else {
-            bad("cannot slice a " + std::string(kind_name(obj.k)), e.at);
+            bad("cannot slice " + a_kind(obj.k), e.at);
         }
         // Python's slice.indices()
         auto clamp = [&](std::int64_t v, bool has, std::int64_t dflt) {
@@ -1354,7 +1360,7 @@ private:
             } else if (b.k == K::dict) {
                 found = a.k == K::string && b.find(a.s) != nullptr;
             } else {
-                bad("'in' needs a string, list or dict on the right, not a " + std::string(kind_name(b.k)), e.at);
+                bad("'in' needs a string, list or dict on the right, not " + a_kind(b.k), e.at);
             }
             return value::boolean(found == (o == "in"));
         }
@@ -1369,7 +1375,7 @@ private:
                 c = a.s.compare(b.s);
                 c = c < 0 ? -1 : c > 0;
             } else {
-                bad("cannot compare a " + std::string(kind_name(a.k)) + " with a " + std::string(kind_name(b.k)) +
+                bad("cannot compare " + a_kind(a.k) + " with " + a_kind(b.k) +
                         " using '" + o + "'",
                     e.at);
             }
@@ -1391,7 +1397,7 @@ private:
             return value::string(std::move(r));
         }
         if (!numbers)
-            bad("'" + o + "' cannot combine a " + std::string(kind_name(a.k)) + " and a " + std::string(kind_name(b.k)),
+            bad("'" + o + "' cannot combine " + a_kind(a.k) + " and " + a_kind(b.k),
                 e.at);
         const std::int64_t x = to_int(a, e, ""), y = to_int(b, e, "");
         std::int64_t r = 0;
@@ -1423,7 +1429,7 @@ private:
     }
     std::string str_arg(const expr& e, const value& v, std::string_view what) {
         if (v.k != value::kind::string)
-            bad(std::string(what) + " must be a string, not a " + std::string(kind_name(v.k)), e.at);
+            bad(std::string(what) + " must be a string, not " + a_kind(v.k), e.at);
         return v.s;
     }
 
@@ -1542,7 +1548,7 @@ private:
         } else if (obj.k == value::kind::undefined) {
             bad("method '" + m + "()' called on an undefined value", e.at);
         }
-        unsupported("method '" + m + "()' of a " + std::string(kind_name(obj.k)), e.at);
+        unsupported("method '" + m + "()' of " + a_kind(obj.k), e.at);
     }
 
     value filter(const expr& e) {
@@ -1565,7 +1571,7 @@ private:
                 case K::list: return value::integer(static_cast<std::int64_t>(v.l->size()));
                 case K::dict: return value::integer(static_cast<std::int64_t>(v.d->size()));
                 case K::undefined: return value::integer(0);
-                default: bad(what + " of a " + std::string(kind_name(v.k)), e.at);
+                default: bad(what + " of " + a_kind(v.k), e.at);
             }
         }
         if (f == "upper" || f == "lower" || f == "title" || f == "capitalize") {
@@ -1595,7 +1601,7 @@ private:
                 value idx = value::integer(f == "first" ? 0 : -1);
                 return index(v, idx, e);
             }
-            bad(what + " of a " + std::string(kind_name(v.k)), e.at);
+            bad(what + " of " + a_kind(v.k), e.at);
         }
         if (f == "list" || f == "reverse") {
             arity(e, xs, 0, 0, what);
@@ -1608,7 +1614,7 @@ private:
             } else if (v.k == K::dict) {
                 for (const auto& kv : *v.d) out.push_back(value::string(kv.first));
             } else {
-                bad(what + " of a " + std::string(kind_name(v.k)), e.at);
+                bad(what + " of " + a_kind(v.k), e.at);
             }
             if (f == "reverse") {
                 std::reverse(out.begin(), out.end());
@@ -1623,7 +1629,7 @@ private:
         if (f == "join") {
             arity(e, xs, 0, 1, what);
             const std::string sep = xs.empty() ? "" : str_arg(e, xs[0], what + " separator");
-            if (v.k != K::list) bad(what + " of a " + std::string(kind_name(v.k)), e.at);
+            if (v.k != K::list) bad(what + " of " + a_kind(v.k), e.at);
             std::string s;
             for (std::size_t n = 0; n < v.l->size(); ++n) {
                 if (n) s += sep;
@@ -1656,7 +1662,7 @@ private:
         }
         if (f == "items") {
             arity(e, xs, 0, 0, what);
-            if (v.k != K::dict) bad(what + " of a " + std::string(kind_name(v.k)), e.at);
+            if (v.k != K::dict) bad(what + " of " + a_kind(v.k), e.at);
             std::vector<value> out;
             for (const auto& [k, x] : *v.d) out.push_back(value::list({value::string(k), x}));
             return checked_list(std::move(out), e.at);
