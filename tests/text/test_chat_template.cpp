@@ -460,6 +460,14 @@ TEST_CASE("chat templates: hostile templates hit bounds, not the stack or the cl
     template_refused("{% set ns = namespace(s='ab') %}{% for i in range(64) %}{% set ns.s = ns.s + ns.s %}{% endfor %}",
                      errc::out_of_memory, {"exceeds max_output_bytes"}, small);
     template_refused("{{ range(10000000000) | length }}", errc::out_of_memory, {"range()"});
+    // shared elements: small in memory, huge to walk (8^3 copies of a 10^5 list)
+    const std::string dag = "{% set r = range(100000) %}{% set a = [r, r, r, r, r, r, r, r] %}"
+                            "{% set b = [a, a, a, a, a, a, a, a] %}{% set c = [b, b, b, b, b, b, b, b] %}";
+    template_refused(dag + "{{ c }}", errc::out_of_memory, {"exceeds max_output_bytes"}, small);
+    template_refused(dag + "{{ c | tojson }}", errc::out_of_memory, {"exceeds max_output_bytes"}, small);
+    template_refused(dag + "{{ c == c }}", errc::out_of_memory, {"max_steps"}, small);
+    template_refused(dag + "{{ c in [1, c] }}", errc::out_of_memory, {"max_steps"}, small);
+    template_refused(dag + "{% set ns = namespace(x=c) %}", errc::out_of_memory, {"max_steps"}, small);
     template_refused("{{ 9223372036854775807 + 1 }}", errc::format, {"integer overflow"});
 }
 

@@ -152,10 +152,17 @@ inline bool truthy(const value& v) {
     return false;
 }
 
-inline void append_repr(std::string& out, const value& v, bool quote_strings);
+// Containers share their elements, so a value built from a few copies of a big list,
+// nested a few times, is small in memory but huge when walked. Every walk is therefore
+// bounded: printing by the output size, comparing and searching by the step budget.
+[[noreturn]] inline void too_big(std::string_view what) {
+    fail(errc::out_of_memory, "chat template: " + std::string(what));
+}
 
-// Python str() (what {{ }} prints), and repr() inside containers.
-inline void append_repr(std::string& out, const value& v, bool quote_strings) {
+// Python str() (what {{ }} prints), and repr() inside containers; stops with
+// errc::out_of_memory once out is longer than limit.
+inline void append_repr(std::string& out, const value& v, bool quote_strings, std::size_t limit) {
+    if (out.size() > limit) too_big("a printed value exceeds max_output_bytes");
     switch (v.k) {
         case value::kind::undefined: break;
         case value::kind::none: out += "None"; break;
@@ -179,7 +186,7 @@ inline void append_repr(std::string& out, const value& v, bool quote_strings) {
             out += '[';
             for (std::size_t n = 0; n < v.l->size(); ++n) {
                 if (n) out += ", ";
-                append_repr(out, (*v.l)[n], true);
+                append_repr(out, (*v.l)[n], true, limit);
             }
             out += ']';
             break;
@@ -187,24 +194,25 @@ inline void append_repr(std::string& out, const value& v, bool quote_strings) {
             out += '{';
             for (std::size_t n = 0; n < v.d->size(); ++n) {
                 if (n) out += ", ";
-                append_repr(out, value::string((*v.d)[n].first), true);
+                append_repr(out, value::string((*v.d)[n].first), true, limit);
                 out += ": ";
-                append_repr(out, (*v.d)[n].second, true);
+                append_repr(out, (*v.d)[n].second, true, limit);
             }
             out += '}';
             break;
     }
 }
 
-inline std::string to_str(const value& v) {
+inline std::string to_str(const value& v, std::size_t limit) {
     std::string s;
-    append_repr(s, v, false);
+    append_repr(s, v, false, limit);
     return s;
 }
 
 // JSON text of a value (the tojson filter; keys in insertion order, ", " and ": "
 // separators as Python's json.dumps writes them).
-inline void append_json(std::string& out, const value& v) {
+inline void append_json(std::string& out, const value& v, std::size_t limit) {
+    if (out.size() > limit) too_big("a printed value exceeds max_output_bytes");
     switch (v.k) {
         case value::kind::undefined:
         case value::kind::none: out += "null"; break;
@@ -236,7 +244,7 @@ inline void append_json(std::string& out, const value& v) {
             out += '[';
             for (std::size_t n = 0; n < v.l->size(); ++n) {
                 if (n) out += ", ";
-                append_json(out, (*v.l)[n]);
+                append_json(out, (*v.l)[n], limit);
             }
             out += ']';
             break;
@@ -244,9 +252,9 @@ inline void append_json(std::string& out, const value& v) {
             out += '{';
             for (std::size_t n = 0; n < v.d->size(); ++n) {
                 if (n) out += ", ";
-                append_json(out, value::string((*v.d)[n].first));
+                append_json(out, value::string((*v.d)[n].first), limit);
                 out += ": ";
-                append_json(out, (*v.d)[n].second);
+                append_json(out, (*v.d)[n].second, limit);
             }
             out += '}';
             break;
@@ -255,7 +263,10 @@ inline void append_json(std::string& out, const value& v) {
 
 // Python ==: numbers (booleans count as 0/1) by value, strings by bytes, containers
 // element by element; other mixes are unequal.
-inline bool equal(const value& a, const value& b) {
+// `budget` counts the values visited; running out is errc::out_of_memory.
+inline bool equal(const value& a, const value& b, std::uint64_t& budget) {
+    if (budget == 0) too_big("comparing values exceeds max_steps");
+    --budget;
     using K = value::kind;
     auto numeric = [](const value& v) { return v.k == K::integer || v.k == K::boolean; };
     if (numeric(a) && numeric(b)) return (a.k == K::integer ? a.i : a.b) == (b.k == K::integer ? b.i : b.b);
@@ -267,17 +278,32 @@ inline bool equal(const value& a, const value& b) {
         case K::list:
             if (a.l->size() != b.l->size()) return false;
             for (std::size_t n = 0; n < a.l->size(); ++n)
-                if (!equal((*a.l)[n], (*b.l)[n])) return false;
+                if (!equal((*a.l)[n], (*b.l)[n], budget)) return false;
             return true;
         case K::dict:
             if (a.d->size() != b.d->size()) return false;
             for (const auto& [key, v] : *a.d) {
                 const value* o = b.find(key);
-                if (!o || !equal(v, *o)) return false;
+                if (!o || !equal(v, *o, budget)) return false;
             }
             return true;
         default: return false;
     }
+}
+
+// Namespaces are the one mutable value; keeping them out of each other rules out
+// reference cycles (which would print forever and leak).
+inline bool holds_namespace(const value& v, std::uint64_t& budget) {
+    if (budget == 0) too_big("searching a value exceeds max_steps");
+    --budget;
+    if (v.is_namespace) return true;
+    if (v.k == value::kind::list)
+        for (const value& x : *v.l)
+            if (holds_namespace(x, budget)) return true;
+    if (v.k == value::kind::dict)
+        for (const auto& kv : *v.d)
+            if (holds_namespace(kv.second, budget)) return true;
+    return false;
 }
 
 // UTF-8 code point starts of s (Python indexes strings by code point).
@@ -1066,6 +1092,22 @@ private:
         return v;
     }
 
+    std::string str(const value& v) const { return to_str(v, opt_.max_output_bytes); }
+    // equal() and holds_namespace() spend the evaluation's step budget.
+    std::uint64_t budget() const { return opt_.max_steps > steps_ ? opt_.max_steps - steps_ : 0; }
+    bool eq(const value& a, const value& b) {
+        std::uint64_t left = budget();
+        const bool r = equal(a, b, left);
+        steps_ = opt_.max_steps - left;
+        return r;
+    }
+    bool holds_ns(const value& v) {
+        std::uint64_t left = budget();
+        const bool r = holds_namespace(v, left);
+        steps_ = opt_.max_steps - left;
+        return r;
+    }
+
     void emit(std::string_view s, std::size_t at) {
         if (s.size() > opt_.max_output_bytes - out_.size())
             fail(errc::out_of_memory, "chat template: output exceeds max_output_bytes (" + bytes_str(opt_.max_output_bytes) +
@@ -1097,7 +1139,7 @@ private:
         switch (s.k) {
             case stmt::kind::text: emit(s.text, s.at); break;
             case stmt::kind::output: {
-                std::string text = to_str(eval(*s.e));
+                std::string text = str(eval(*s.e));
                 emit(text, s.at);
                 break;
             }
@@ -1119,7 +1161,7 @@ private:
                     bad("'{% set " + s.targets[0] + "." + s.targets[1] + " %}' needs '" + s.targets[0] +
                             "' to be a namespace()",
                         s.at);
-                if (holds_namespace(v)) unsupported("a namespace() stored inside a namespace()", s.at);
+                if (holds_ns(v)) unsupported("a namespace() stored inside a namespace()", s.at);
                 for (auto& [n, old] : *ns->d)
                     if (n == s.targets[1]) {
                         old = std::move(v);
@@ -1130,19 +1172,6 @@ private:
             }
             case stmt::kind::for_: exec_for(s); break;
         }
-    }
-
-    // Namespaces are the one mutable value; keeping them out of each other rules out
-    // reference cycles (which would print forever and leak).
-    static bool holds_namespace(const value& v) {
-        if (v.is_namespace) return true;
-        if (v.k == value::kind::list)
-            for (const value& x : *v.l)
-                if (holds_namespace(x)) return true;
-        if (v.k == value::kind::dict)
-            for (const auto& kv : *v.d)
-                if (holds_namespace(kv.second)) return true;
-        return false;
     }
 
     void exec_for(const stmt& s) {
@@ -1348,15 +1377,15 @@ private:
         const value a = eval(*e.kids[0]);
         const value b = eval(*e.kids[1]);
         using K = value::kind;
-        if (o == "==") return value::boolean(equal(a, b));
-        if (o == "!=") return value::boolean(!equal(a, b));
+        if (o == "==") return value::boolean(eq(a, b));
+        if (o == "!=") return value::boolean(!eq(a, b));
         if (o == "in" || o == "not in") {
             bool found = false;
             if (b.k == K::string) {
                 if (a.k != K::string) bad("'in <string>' needs a string on the left", e.at);
                 found = b.s.find(a.s) != std::string::npos;
             } else if (b.k == K::list) {
-                for (const value& x : *b.l) found = found || equal(a, x);
+                for (const value& x : *b.l) found = found || eq(a, x);
             } else if (b.k == K::dict) {
                 found = a.k == K::string && b.find(a.s) != nullptr;
             } else {
@@ -1364,7 +1393,7 @@ private:
             }
             return value::boolean(found == (o == "in"));
         }
-        if (o == "~") return checked_string(to_str(a) + to_str(b), e.at);
+        if (o == "~") return checked_string(str(a) + str(b), e.at);
         const bool numbers = (a.k == K::integer || a.k == K::boolean) && (b.k == K::integer || b.k == K::boolean);
         if (o == "<" || o == ">" || o == "<=" || o == ">=") {
             int c = 0;
@@ -1445,7 +1474,7 @@ private:
                 for (std::size_t n = 1; n < e.kids.size(); ++n) {
                     if (e.keywords[n - 1].empty()) unsupported("positional arguments to namespace()", e.kids[n]->at);
                     xs.emplace_back(e.keywords[n - 1], eval(*e.kids[n]));
-                    if (holds_namespace(xs.back().second)) unsupported("a namespace() stored inside a namespace()", e.kids[n]->at);
+                    if (holds_ns(xs.back().second)) unsupported("a namespace() stored inside a namespace()", e.kids[n]->at);
                 }
                 value v = checked_dict(std::move(xs), e.at);
                 v.is_namespace = true;
@@ -1454,7 +1483,7 @@ private:
             std::vector<value> xs = args_of(e, 1);
             if (f == "raise_exception") {
                 arity(e, xs, 1, 1, "raise_exception()");
-                fail(errc::invalid_argument, "chat template: raise_exception: " + to_str(xs[0]) + " (at " + where(src_, e.at) + ")");
+                fail(errc::invalid_argument, "chat template: raise_exception: " + str(xs[0]) + " (at " + where(src_, e.at) + ")");
             }
             if (f == "range") {
                 arity(e, xs, 1, 3, "range()");
@@ -1562,7 +1591,7 @@ private:
         if (f == "trim") {
             arity(e, xs, 0, 1, what);
             const std::string chars = xs.empty() || xs[0].k == K::none ? "" : str_arg(e, xs[0], what + " argument");
-            return value::string(strip(to_str(v), true, true, chars));
+            return value::string(strip(str(v), true, true, chars));
         }
         if (f == "length" || f == "count") {
             arity(e, xs, 0, 0, what);
@@ -1576,11 +1605,11 @@ private:
         }
         if (f == "upper" || f == "lower" || f == "title" || f == "capitalize") {
             arity(e, xs, 0, 0, what);
-            return value::string(ascii_case(to_str(v), f == "lower" ? 0 : f == "upper" ? 1 : f == "title" ? 2 : 3));
+            return value::string(ascii_case(str(v), f == "lower" ? 0 : f == "upper" ? 1 : f == "title" ? 2 : 3));
         }
         if (f == "string") {
             arity(e, xs, 0, 0, what);
-            return value::string(to_str(v));
+            return value::string(str(v));
         }
         if (f == "safe") {
             arity(e, xs, 0, 0, what);
@@ -1633,14 +1662,14 @@ private:
             std::string s;
             for (std::size_t n = 0; n < v.l->size(); ++n) {
                 if (n) s += sep;
-                s += to_str((*v.l)[n]);
+                s += str((*v.l)[n]);
                 if (s.size() > opt_.max_output_bytes) break;
             }
             return checked_string(std::move(s), e.at);
         }
         if (f == "replace") {
             arity(e, xs, 2, 2, what);
-            return checked_string(replace_all(to_str(v), str_arg(e, xs[0], what + " argument"), str_arg(e, xs[1], what + " argument"),
+            return checked_string(replace_all(str(v), str_arg(e, xs[0], what + " argument"), str_arg(e, xs[1], what + " argument"),
                                               opt_.max_output_bytes),
                                   e.at);
         }
@@ -1670,7 +1699,7 @@ private:
         if (f == "tojson") {
             arity(e, xs, 0, 0, what);
             std::string s;
-            append_json(s, v);
+            append_json(s, v, opt_.max_output_bytes);
             return checked_string(std::move(s), e.at);
         }
         unsupported("filter '" + f + "'", e.at);
@@ -1688,7 +1717,7 @@ private:
         const std::string what = "test '" + t + "'";
         if (t == "eq" || t == "equalto" || t == "ne" || t == "sameas") {
             arity(e, xs, 1, 1, what);
-            return equal(v, xs[0]) == (t != "ne");
+            return eq(v, xs[0]) == (t != "ne");
         }
         arity(e, xs, 0, 0, what);
         if (t == "none") return v.k == K::none;
