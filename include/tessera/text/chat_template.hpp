@@ -7,7 +7,7 @@
 //   ... {% else %} ... {% endfor %}  {% set x = e %}  {% set ns.attr = e %}  {# #}
 //   whitespace control {%- -%} {{- -}} {#- -#} {%+ +%}, and the environment
 //   transformers uses (trim_blocks, lstrip_blocks, no trailing newline);
-//   literals 'str' "str" 12 true/false/none (any case) [lists] {dicts};
+//   literals 'str' "str" 12 true/True false/False none/None [lists] {dicts};
 //   a if c else b, or, and, not, == != < > <= >=, in, not in, + - * // %, ~, unary -;
 //   is [not] defined/undefined/none/string/number/integer/boolean/mapping/sequence/
 //   iterable/true/false/even/odd/eq/equalto; x.attr, x['key'], x[i], x[a:b:c];
@@ -16,7 +16,8 @@
 //   lists/dicts); string methods strip lstrip rstrip upper lower title capitalize
 //   startswith endswith split replace; dict methods items keys values get;
 //   functions raise_exception(msg), range(...), namespace(k=v, ...);
-//   loop.index loop.index0 loop.revindex loop.revindex0 loop.first loop.last loop.length.
+//   loop.index loop.index0 loop.revindex loop.revindex0 loop.first loop.last loop.length
+//   loop.previtem loop.nextitem.
 //
 // Anything else (macros, floats, '/', break, other filters ...) is refused with
 // tessera::error naming the construct and its place in the template (offset, line,
