@@ -2,6 +2,8 @@
 #pragma once
 
 #include "tessera/text/bpe.hpp"
+#include "tessera/text/chat_template.hpp"
+#include "tessera/text/chat_template_gguf.hpp"
 #include "tessera/text/load.hpp"
 #include "tessera/text/pretokenize.hpp"
 #include "tessera/text/regex.hpp"
