@@ -34,7 +34,8 @@ constexpr const char* usage_text =
     "  --allow-requantize    accept inputs whose weights are already quantized\n"
     "  --pure                every fitting weight in TYPE (no q6_K/q8_0 output projection)\n"
     "  --imatrix FILE        importance matrix of llama-imatrix (GGUF format; not the legacy .dat)\n"
-    "  -h, --help            this text\n";
+    "  -h, --help            this text\n"
+    "  --version             version, compiler and SIMD arch\n";
 
 using cli::usage_error;
 
@@ -68,6 +69,9 @@ int run(int argc, char** argv, cli::state& st) {
         if (a == "-h" || a == "--help") {
             std::fputs(usage_text, stdout);
             return 0;
+        } else if (a == "--version") {
+            cli::print_version();
+            return 0;
         } else if (a == "-t" || a == "--threads") {
             o.n_threads = static_cast<int>(cli::to_int(a, value(), 1, 1024));
         } else if (a == "--allow-requantize") {
@@ -77,7 +81,7 @@ int run(int argc, char** argv, cli::state& st) {
         } else if (a == "--imatrix") {
             imatrix_path = value();
         } else if (a.size() > 1 && a[0] == '-') {
-            throw usage_error("unknown option '" + std::string(a) + "'");
+            throw cli::unknown_option(a);
         } else {
             pos.emplace_back(a);
         }
