@@ -145,14 +145,16 @@ inline std::string with_file(const state& st, const char* what) {
 // The compiler that built the program, e.g. "g++ 12.2.0" or "clang++ 16.0.6".
 inline std::string compiler() {
 #if defined(__clang__)
-    return "clang++ " __clang_version__;
+    std::string s = "clang++ " __clang_version__;
 #elif defined(__GNUC__)
-    return "g++ " __VERSION__;
+    std::string s = "g++ " __VERSION__;
 #elif defined(_MSC_VER)
-    return "MSVC " + std::to_string(_MSC_VER);
+    std::string s = "MSVC " + std::to_string(_MSC_VER);
 #else
-    return "an unknown compiler";
+    std::string s = "an unknown compiler";
 #endif
+    while (!s.empty() && s.back() == ' ') s.pop_back();  // (clang's version ends in a space)
+    return s;
 }
 
 // What --version prints (on stdout): the program and tessera's version, the compiler,
