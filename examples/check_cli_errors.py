@@ -285,9 +285,17 @@ def check_all(exes, data, tmp):
             expect(name, exe, [bad["garbage"], existing, "q8_0"], 1, [bad["garbage"]], what="garbage over an existing output")
             unchanged("garbage input")
             if model:
-                expect(name, exe, ["-t", "1", good_copy, existing, "q8_0"], 1, [existing], limit_file_size=100000,
+                # (--quiet: the progress lines that come before the failure are not part of it)
+                expect(name, exe, ["-q", "-t", "1", good_copy, existing, "q8_0"], 1, [existing], limit_file_size=100000,
                        what="a write that fails half-way (RLIMIT_FSIZE)")
                 unchanged("failed write")
+                rc, o, e = run(exe, ["-t", "1", good_copy, existing, "q8_0"], limit_file_size=100000)
+                lines = e.strip("\n").split("\n")
+                check(rc == 1 and existing in lines[-1] and lines[-1].startswith(name + ": ") and
+                      all(re.match(r"quantize: \[ *\d+/\d+\] ", x) for x in lines[:-1]),
+                      "quantize: a failed write without --quiet: the progress lines, then the error as the last line",
+                      rc, o, e)
+                unchanged("failed write without --quiet")
                 expect(name, exe, [good_copy, good_copy, "q8_0"], 2, [good_copy, "input"], what="output = input")
                 link = os.path.join(tmp, "link.gguf")
                 os.symlink(good_copy, link)
