@@ -1,14 +1,15 @@
 #!/usr/bin/env python3
 """How the example programs fail: exit status, stderr, files left behind.
 
-usage: check_cli_errors.py [--data SHARED_DATA_DIR] PROGRAM...
+usage: check_cli_errors.py [--data SHARED_DATA_DIR] [--version-expected X.Y.Z] PROGRAM...
 
 Each PROGRAM is a built example (generate, gguf_info, tokenize, quantize, simple,
 quickstart, custom_backend, train_mnist), known by its file name; unknown names are
 an error. For each it checks, where the program has such a thing:
   (a) a missing input file: status 1, one line on stderr naming the file
-  (b) an unknown option: status 2 and the hint "try '<program> --help'"
-      (tokenize keeps llama-tokenize's status 1 and "Error: unknown option" line)
+  (b) an unknown option: status 2, llama.cpp's "error: invalid argument: <option>" and
+      the hint "try '<program> --help'" (tokenize keeps llama-tokenize's status 1 and
+      "Error: unknown option" line)
   (c) a bad or missing numeric value: status 2, the line names the option and value
   (d) broken GGUF files (garbage after 'GGUF', empty, absurd counts, a real model
       truncated in the middle): status 1, one line naming the file
@@ -20,12 +21,16 @@ an error. For each it checks, where the program has such a thing:
       sanitizer builds): status 1, one line with the hint to try a smaller context
   (f) every run: no "terminate called", "Aborted", "Segmentation fault" or stack
       trace in the output, and no death by a signal (status >= 128)
-  --help / -h: status 0 and "usage:" on stdout.
+  --help / -h: status 0 and "usage:" on stdout, which lists --version.
+  --version: status 0, "<program> (tessera <version>)" (the version given with
+      --version-expected, else any x.y.z), the compiler and the SIMD arch on stdout,
+      nothing on stderr.
 The parts that need the shared data (a real model) are skipped, with a line saying so,
 when it is absent. Exit status 0 when every check passed, 1 otherwise, 77 when nothing
 could be checked. A cross build's programs run through MESON_EXE_WRAPPER.
 """
 import os
+import re
 import resource
 import shlex
 import signal
@@ -42,7 +47,7 @@ n_checks = 0
 wrapper = shlex.split(os.environ.get("MESON_EXE_WRAPPER", ""))
 
 
-def run(exe, args, cwd=None, limit_file_size=None, limit_memory=None, timeout=180):
+def run(exe, args, cwd=None, limit_file_size=None, limit_memory=None, timeout=180, env=None):
     def limit():
         if limit_file_size is not None:
             signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # write() fails with EFBIG instead
@@ -52,7 +57,7 @@ def run(exe, args, cwd=None, limit_file_size=None, limit_memory=None, timeout=18
 
     try:
         p = subprocess.run(wrapper + [exe] + args, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                           stderr=subprocess.PIPE, timeout=timeout, preexec_fn=limit if (limit_file_size or limit_memory) else None)
+                           stderr=subprocess.PIPE, timeout=timeout, env=env, preexec_fn=limit if (limit_file_size or limit_memory) else None)
     except subprocess.TimeoutExpired:
         return None, "", "(timed out after %d s)" % timeout
     return p.returncode, p.stdout.decode("utf-8", "replace"), p.stderr.decode("utf-8", "replace")
@@ -91,11 +96,35 @@ def expect(name, exe, args, status, contains=(), one_line=True, what="", **kw):
     return rc, out, err
 
 
+expected_version = None
+
+
 def expect_help(name, exe):
     for opt in ("--help", "-h"):
         rc, out, err = run(exe, [opt])
         sane(name, [opt], rc, out, err)
-        check(rc == 0 and out.startswith("usage:"), "%s %s: status 0, usage on stdout" % (name, opt), rc, out, err)
+        check(rc == 0 and out.startswith("usage:") and "--version" in out,
+              "%s %s: status 0, usage on stdout, lists --version" % (name, opt), rc, out, err)
+    # --version wins over the other arguments (as --help does) and prints three lines.
+    for args in (["--version"], ["--version", "--bogus-after-version"]):
+        rc, out, err = run(exe, args)
+        sane(name, args, rc, out, err)
+        lines = out.split("\n")
+        version = re.escape(expected_version) if expected_version else r"\d+\.\d+\.\d+"
+        ok = (rc == 0 and err == "" and len(lines) == 4 and lines[3] == "" and
+              re.fullmatch(r"%s \(tessera %s\)" % (re.escape(name), version), lines[0]) is not None and
+              re.fullmatch(r"built with (g\+\+|clang\+\+) \S.*, C\+\+ \d{6}", lines[1]) is not None and
+              re.fullmatch(r"simd: \w+ \((multiarch build|plain include)\)", lines[2]) is not None)
+        check(ok, "%s %s: status 0, name and version, compiler, simd arch on stdout" % (name, shlex.join(args)),
+              rc, out, err)
+    # TESSERA_ARCH picks the arch the kernels use; --version reports it.
+    rc, out, err = run(exe, ["--version"], env=dict(os.environ, TESSERA_ARCH="scalar"))
+    check(rc == 0 and "\nsimd: scalar (" in out, "%s --version: reports TESSERA_ARCH=scalar" % name, rc, out, err)
+
+
+def invalid_argument(opt):
+    """llama.cpp's wording for an unknown option (common/arg.cpp)."""
+    return "error: invalid argument: " + opt
 
 
 def sanitized(exe):
@@ -117,9 +146,14 @@ def gguf_header(n_tensors, n_kv, version=3):
 
 
 def main(argv):
+    global expected_version
     data = None
-    if len(argv) >= 2 and argv[0] == "--data":
-        data, argv = argv[1], argv[2:]
+    while len(argv) >= 2 and argv[0] in ("--data", "--version-expected"):
+        if argv[0] == "--data":
+            data = argv[1]
+        else:
+            expected_version = argv[1]
+        argv = argv[2:]
     if not argv:
         print(__doc__)
         return 2
@@ -168,7 +202,7 @@ def check_all(exes, data, tmp):
         if name == "generate":
             expect_help(name, exe)
             expect(name, exe, ["-m", missing, "-n", "1"], 1, [missing], what="missing model")
-            expect(name, exe, ["--bogus"], 2, ["--bogus", usage_hint(name)])
+            expect(name, exe, ["--bogus"], 2, [invalid_argument("--bogus"), usage_hint(name)])
             expect(name, exe, ["-m"], 2, ["-m", "needs a value", usage_hint(name)])
             expect(name, exe, ["stray"], 2, ["stray", usage_hint(name)])
             expect(name, exe, ["-m", ""], 2, ["-m", usage_hint(name)], what="empty model name")
@@ -207,7 +241,7 @@ def check_all(exes, data, tmp):
         elif name == "gguf_info":
             expect_help(name, exe)
             expect(name, exe, [missing], 1, [missing], what="missing file")
-            expect(name, exe, ["--bogus", missing], 2, ["--bogus", usage_hint(name)])
+            expect(name, exe, ["--bogus", missing], 2, [invalid_argument("--bogus"), usage_hint(name)])
             expect(name, exe, [], 2, [usage_hint(name)], what="no file")
             expect(name, exe, ["--max-array"], 2, ["--max-array", "needs a value"])
             for opt, val in (("--max-array", "-3"), ("--max-string", "ten"), ("--max-array", "1e3")):
@@ -226,7 +260,7 @@ def check_all(exes, data, tmp):
             expect_help(name, exe)
             out = os.path.join(tmp, "q-out.gguf")
             expect(name, exe, [missing, out, "q8_0"], 1, [missing], what="missing input")
-            expect(name, exe, ["--bogus", missing, out, "q8_0"], 2, ["--bogus", usage_hint(name)])
+            expect(name, exe, ["--bogus", missing, out, "q8_0"], 2, [invalid_argument("--bogus"), usage_hint(name)])
             expect(name, exe, [missing], 2, [usage_hint(name)], what="missing arguments")
             expect(name, exe, [missing, out, "q9_9"], 2, ["q9_9", usage_hint(name)], what="unknown type")
             expect(name, exe, ["-t"], 2, ["-t", "needs a value"])
@@ -251,9 +285,17 @@ def check_all(exes, data, tmp):
             expect(name, exe, [bad["garbage"], existing, "q8_0"], 1, [bad["garbage"]], what="garbage over an existing output")
             unchanged("garbage input")
             if model:
-                expect(name, exe, ["-t", "1", good_copy, existing, "q8_0"], 1, [existing], limit_file_size=100000,
+                # (--quiet: the progress lines that come before the failure are not part of it)
+                expect(name, exe, ["-q", "-t", "1", good_copy, existing, "q8_0"], 1, [existing], limit_file_size=100000,
                        what="a write that fails half-way (RLIMIT_FSIZE)")
                 unchanged("failed write")
+                rc, o, e = run(exe, ["-t", "1", good_copy, existing, "q8_0"], limit_file_size=100000)
+                lines = e.strip("\n").split("\n")
+                check(rc == 1 and existing in lines[-1] and lines[-1].startswith(name + ": ") and
+                      all(re.match(r"quantize: \[ *\d+/\d+\] ", x) for x in lines[:-1]),
+                      "quantize: a failed write without --quiet: the progress lines, then the error as the last line",
+                      rc, o, e)
+                unchanged("failed write without --quiet")
                 expect(name, exe, [good_copy, good_copy, "q8_0"], 2, [good_copy, "input"], what="output = input")
                 link = os.path.join(tmp, "link.gguf")
                 os.symlink(good_copy, link)
@@ -275,7 +317,7 @@ def check_all(exes, data, tmp):
             expect(name, exe, ["--model", "fc", "--data", missing_dir], 1, [missing_dir], what="missing data folder")
             expect(name, exe, ["--model", "fc", "-o", os.path.join(missing_dir, "x.gguf")], 1, [missing_dir],
                    what="output folder missing")
-            expect(name, exe, ["--bogus"], 2, ["--bogus", usage_hint(name)])
+            expect(name, exe, ["--bogus"], 2, [invalid_argument("--bogus"), usage_hint(name)])
             expect(name, exe, [], 2, [usage_hint(name)], what="no --model or --eval")
             expect(name, exe, ["--model", "rnn"], 2, ["rnn", usage_hint(name)])
             expect(name, exe, ["--model", "fc", "--epochs"], 2, ["--epochs", "needs a value"])
@@ -288,7 +330,7 @@ def check_all(exes, data, tmp):
                 expect(name, exe, ["--eval", model], 1, [model], what="a GGUF that is not an MNIST model")
         elif name in ("simple", "quickstart", "custom_backend"):
             expect_help(name, exe)
-            expect(name, exe, ["--bogus"], 2, ["--bogus", usage_hint(name)])
+            expect(name, exe, ["--bogus"], 2, [invalid_argument("--bogus"), usage_hint(name)])
             expect(name, exe, ["stray"], 2, ["stray", usage_hint(name)])
             rc, out, err = run(exe, [])
             sane(name, [], rc, out, err)

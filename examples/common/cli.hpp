@@ -20,6 +20,13 @@
 //
 // cli::to_int / cli::to_float parse an option's value strictly: the whole string, in
 // range, else a usage_error naming the option and the value.
+//
+// Every program answers --version (cli::print_version: "<program> (tessera <version>)",
+// the compiler and the SIMD arch in use) and --help, and reports an option it does not
+// know with cli::unknown_option: llama.cpp's "error: invalid argument: <option>" (its
+// common/arg.cpp wording), kept on our one line with status 2 and the --help hint:
+//   quantize: error: invalid argument: --bogus (try 'quantize --help')
+// (tokenize keeps llama-tokenize's own messages and status 1, which its goldens check.)
 #pragma once
 
 #include <cerrno>
@@ -37,7 +44,18 @@
 #include <system_error>
 #include <unistd.h>
 
+#include "tessera/config.hpp"
 #include "tessera/core/error.hpp"
+#include "tessera/simd/dispatch.hpp"
+
+// The version comes from meson's project() (examples/meson.build passes it); a program
+// compiled by hand gets the headers' own. The two must agree, so a version bump that
+// forgets include/tessera/config.hpp stops the build here instead of printing a wrong one.
+#ifndef TESSERA_BUILD_VERSION
+#define TESSERA_BUILD_VERSION TESSERA_VERSION_STRING
+#endif
+static_assert(std::string_view(TESSERA_BUILD_VERSION) == std::string_view(TESSERA_VERSION_STRING),
+              "meson.build's project version and TESSERA_VERSION_STRING in include/tessera/config.hpp differ");
 
 namespace cli {
 
@@ -45,6 +63,12 @@ namespace cli {
 struct usage_error : std::runtime_error {
     using std::runtime_error::runtime_error;
 };
+
+// An option the program does not know, said as llama.cpp says it (see the top):
+//   throw cli::unknown_option(arg);
+inline usage_error unknown_option(std::string_view opt) {
+    return usage_error("error: invalid argument: " + std::string(opt));
+}
 
 // What the body of cli::run is working on, for the failure message.
 struct state {
@@ -117,6 +141,41 @@ inline std::string with_file(const state& st, const char* what) {
     std::_Exit(1);
 }
 }  // namespace detail
+
+// The compiler that built the program, e.g. "g++ 12.2.0" or "clang++ 16.0.6".
+inline std::string compiler() {
+#if defined(__clang__)
+    std::string s = "clang++ " __clang_version__;
+#elif defined(__GNUC__)
+    std::string s = "g++ " __VERSION__;
+#elif defined(_MSC_VER)
+    std::string s = "MSVC " + std::to_string(_MSC_VER);
+#else
+    std::string s = "an unknown compiler";
+#endif
+    while (!s.empty() && s.back() == ' ') s.pop_back();  // (clang's version ends in a space)
+    return s;
+}
+
+// What --version prints (on stdout): the program and tessera's version, the compiler,
+// and the SIMD arch the dispatched kernels use (TESSERA_ARCH can change it).
+inline void print_version() {
+    const std::string simd = std::string(tessera::simd::name_of(tessera::simd::active_arch())) +
+                             (tessera::simd::multiarch_build() ? " (multiarch build)" : " (plain include)");
+    std::printf("%s (tessera %s)\nbuilt with %s, C++ %ld\nsimd: %s\n", detail::program(), TESSERA_BUILD_VERSION,
+                compiler().c_str(), static_cast<long>(__cplusplus), simd.c_str());
+}
+
+// For a parser that cannot return a status: --version's text, then exit (status 1 when
+// stdout could not be written, as cli::run would say).
+[[noreturn]] inline void print_version_and_exit() {
+    print_version();
+    if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
+        std::fprintf(stderr, "%s: writing to standard output failed: %s\n", detail::program(), std::strerror(errno ? errno : EIO));
+        std::exit(1);
+    }
+    std::exit(0);
+}
 
 // The program's hint line for --help.
 inline std::string hint(std::string_view program) { return "try '" + std::string(program) + " --help'"; }
@@ -239,7 +298,7 @@ inline void check_output_folder(const std::string& opt, const std::string& path)
 }
 
 // For a program that takes no arguments: true (after printing usage on stdout) for
-// -h / --help; any other argument is a usage_error.
+// -h / --help, or the version for --version; any other argument is a usage_error.
 inline bool help_only(int argc, char** argv, const char* usage) {
     for (int i = 1; i < argc; ++i) {
         const std::string_view a = argv[i];
@@ -247,8 +306,15 @@ inline bool help_only(int argc, char** argv, const char* usage) {
             std::fputs(usage, stdout);
             return true;
         }
+        if (a == "--version") {
+            print_version();
+            return true;
+        }
     }
-    if (argc > 1) throw usage_error(std::string(argv[1][0] == '-' ? "unknown option '" : "unexpected argument '") + argv[1] + "'");
+    if (argc > 1) {
+        if (argv[1][0] == '-' && argv[1][1] != '\0') throw unknown_option(argv[1]);
+        throw usage_error(std::string("unexpected argument '") + argv[1] + "'");
+    }
     return false;
 }
 

@@ -114,7 +114,7 @@ int main(int argc, char** argv) {
     using namespace tessera;
     namespace be = tessera::backend;
     return cli::run("custom_backend", "", [&](cli::state&) {
-        if (cli::help_only(argc, argv, "usage: custom_backend\nRuns a small graph on an out-of-tree toy device and the CPU, and checks the result (no options).\n"))
+        if (cli::help_only(argc, argv, "usage: custom_backend\nRuns a small graph on an out-of-tree toy device and the CPU, and checks the result.\n  -h, --help   this text\n  --version    version, compiler and SIMD arch\n"))
             return 0;
         be::registry::global().register_backend(toy::reg());
         std::printf("devices: %s\n", be::registry::global().names().c_str());

@@ -241,7 +241,7 @@ else:
 
 # bad input
 for args, code, text in (
-    (["--bogus"], 2, "unknown option"),
+    (["--bogus"], 2, "error: invalid argument: --bogus"),
     (["-n"], 2, "needs a value"),
     (["-n", "abc"], 2, "wants an integer"),
     (["--kv", "q4_0"], 2, "--kv"),

@@ -82,7 +82,8 @@ constexpr const char* usage_text =
     "  --n-copies N         the scheduler's pipeline copy sets, 1..4 (default 1)\n"
     "  --random-type TYPE   weight type of the random demo model (default q8_0)\n"
     "  --random-out PATH    keep the random demo model's GGUF file at PATH\n"
-    "  -h, --help           this text\n";
+    "  -h, --help           this text\n"
+    "  --version            version, compiler and SIMD arch\n";
 
 struct args {
     std::string model, prompt = "Once upon a time", random_out, logits_out;
@@ -260,8 +261,10 @@ args parse(int argc, char** argv, bool& help) {
         } else if (o == "--random-out") {
             a.random_out = value();
             if (a.random_out.empty()) throw usage_error("--random-out needs a file name, not ''");
+        } else if (o == "--version") {
+            cli::print_version_and_exit();
         } else if (o.size() > 1 && o[0] == '-') {
-            throw usage_error("unknown option '" + std::string(o) + "'");
+            throw cli::unknown_option(o);
         } else {
             throw usage_error("unexpected argument '" + std::string(o) + "' (the model goes after -m)");
         }

@@ -9,7 +9,7 @@
 int main(int argc, char** argv) {
     using namespace tessera;
     return cli::run("quickstart", "", [&](cli::state&) {
-        if (cli::help_only(argc, argv, "usage: quickstart\nPrints what tessera found on this CPU and runs a few kernels and a small graph (no options).\n"))
+        if (cli::help_only(argc, argv, "usage: quickstart\nPrints what tessera found on this CPU and runs a few kernels and a small graph.\n  -h, --help   this text\n  --version    version, compiler and SIMD arch\n"))
             return 0;
         std::fputs(simd::report().c_str(), stdout);
 

@@ -9,7 +9,7 @@
 int main(int argc, char** argv) {
     using namespace tessera::graph;
     return cli::run("simple", "", [&](cli::state&) {
-        if (cli::help_only(argc, argv, "usage: simple\nMultiplies two small matrices with mul_mat and prints the result (no options).\n")) return 0;
+        if (cli::help_only(argc, argv, "usage: simple\nMultiplies two small matrices with mul_mat and prints the result.\n  -h, --help   this text\n  --version    version, compiler and SIMD arch\n")) return 0;
         // a: 4 rows of K = 2 (ggml's [K, M] = [2, 4]); b: 3 rows of K = 2 ([2, 3]).
         const std::vector<float> A = {2, 8, 5, 1, 4, 2, 8, 6};
         const std::vector<float> B = {10, 5, 9, 9, 5, 4};

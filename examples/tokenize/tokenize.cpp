@@ -28,6 +28,7 @@ void print_usage(const char* argv0) {
     std::printf("    The possible options are:\n");
     std::printf("\n");
     std::printf("    -h, --help                           print this help and exit\n");
+    std::printf("    --version                            print the version, compiler and SIMD arch and exit\n");
     std::printf("    -m MODEL_PATH, --model MODEL_PATH    path to model.\n");
     std::printf("    --ids                                if given, only print numerical token IDs, and not token strings.\n");
     std::printf("                                         The output format looks like [1, 2, 3], i.e. parseable by Python.\n");
@@ -115,6 +116,9 @@ int run(int argc, char** argv) {
         auto value = [&]() -> const char* { return i + 1 < argc ? argv[++i] : (++i, nullptr); };
         if (arg == "-h" || arg == "--help") {
             print_usage(argv[0]);
+            return 0;
+        } else if (arg == "--version") {
+            cli::print_version();
             return 0;
         } else if (arg == "--ids") {
             printing_ids = true;

@@ -48,7 +48,8 @@ constexpr const char* usage_text =
     "  --train-subset N      train on the first N training images only\n"
     "  --test-subset N       test on the first N test images only\n"
     "  --min-accuracy X      exit 1 when the test accuracy is below X (0..1)\n"
-    "  -h, --help            this text\n";
+    "  -h, --help            this text\n"
+    "  --version             version, compiler and SIMD arch\n";
 
 using cli::usage_error;
 
@@ -77,6 +78,8 @@ options parse(int argc, char** argv) {
         if (a == "-h" || a == "--help") {
             std::fputs(usage_text, stdout);
             std::exit(0);
+        } else if (a == "--version") {
+            cli::print_version_and_exit();
         } else if (a == "--model") {
             o.model = value();
             if (o.model != "fc" && o.model != "cnn") throw usage_error("--model: '" + o.model + "' is not fc or cnn");
@@ -111,7 +114,8 @@ options parse(int argc, char** argv) {
         } else if (a == "--min-accuracy") {
             o.min_accuracy = to_double(a, value(), 0.0, 1.0);
         } else {
-            throw usage_error(std::string(a.size() > 1 && a[0] == '-' ? "unknown option '" : "unexpected argument '") + std::string(a) + "'");
+            if (a.size() > 1 && a[0] == '-') throw cli::unknown_option(a);
+            throw usage_error("unexpected argument '" + std::string(a) + "'");
         }
     }
     if (o.model.empty() == o.eval.empty()) throw usage_error("give exactly one of --model fc|cnn and --eval FILE");

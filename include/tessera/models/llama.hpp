@@ -25,12 +25,14 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <new>
 #include <limits>
 #include <memory>
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -50,6 +52,14 @@
 TESSERA_BEGIN_NAMESPACE
 namespace models {
 
+// Where loading is, for a progress line: passed to llama_options::progress as each
+// weight is placed.
+struct load_progress {
+    std::size_t done = 0, total = 0;                // weights, in the order they are placed
+    std::uint64_t bytes_done = 0, bytes_total = 0;  // their data
+    std::string_view name;                          // the weight just placed
+};
+
 struct llama_options {
     int n_threads = 0;                 // 0: the machine's hardware threads
     std::int64_t n_ctx = 0;            // KV cache length; 0: min(training context, 4096)
@@ -64,6 +74,12 @@ struct llama_options {
     // on the CPU, copying their inputs across (llama.cpp's offload).
     std::string device = "cpu";
     int n_copies = 1;                  // the scheduler's pipeline copy sets (1..4; ggml's parallel)
+    // Called once per weight tensor (done = 1 .. total) as it is mapped, and on a device
+    // with memory of its own uploaded, on the loading thread (llama.cpp's
+    // progress_callback). On the CPU the weights are mapped, not read, so the calls come
+    // fast; the upload to a device is where the bytes move. An exception it throws stops
+    // the load and leaves the constructor. Empty: no calls.
+    std::function<void(const load_progress&)> progress;
 };
 
 class llama_model {
@@ -195,6 +211,7 @@ private:
         std::vector<layer> layers;
         std::int64_t n_ctx = 0, n_past = 0, n_params = 0;
         std::size_t weight_bytes = 0;
+        load_progress loading;  // for opt.progress
         std::size_t mark = 0;
         int n_threads = 1;
         int last_splits = 0;
@@ -243,6 +260,12 @@ private:
         if (s.dev_stream) backend::tensor_set(*n, t->data, 0, static_cast<std::size_t>(t->size_bytes));  // upload once
         s.n_params += t->n_elements();
         s.weight_bytes += static_cast<std::size_t>(t->size_bytes);
+        if (s.opt.progress) {
+            ++s.loading.done;
+            s.loading.bytes_done += t->size_bytes;
+            s.loading.name = t->name;
+            s.opt.progress(s.loading);
+        }
         return n;
     }
 
@@ -304,6 +327,18 @@ private:
         if (!s.dev_stream) s.weights_buf = backend::cpu_buffer_from_ptr(wp, data.size());
         s.weights_buf.set_usage(backend::buffer_usage::weights);
 
+        if (s.opt.progress) {  // the totals: the weights placed below that the file has
+            auto count = [&](const std::string& name) {
+                if (const gguf::tensor_info* t = s.file.find_tensor(name)) {
+                    ++s.loading.total;
+                    s.loading.bytes_total += t->size_bytes;
+                }
+            };
+            for (const char* name : {"token_embd.weight", "output_norm.weight", "output.weight", "rope_freqs.weight"}) count(name);
+            for (std::int64_t i = 0; i < h.n_layer; ++i)
+                for (const char* w : {"attn_norm", "attn_q", "attn_k", "attn_v", "attn_output", "ffn_norm", "ffn_gate", "ffn_up", "ffn_down"})
+                    count("blk." + std::to_string(i) + "." + w + ".weight");
+        }
         const std::int64_t E = h.n_embd, EKV = h.n_embd_kv(), F = h.n_ff, V = h.n_vocab;
         s.tok_embd = weight("token_embd.weight", {E, V});
         s.output_norm = weight("output_norm.weight", {E});

@@ -22,6 +22,7 @@
 #include <cstring>
 #include <array>
 #include <exception>
+#include <functional>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -42,15 +43,6 @@
 TESSERA_BEGIN_NAMESPACE
 namespace models {
 
-struct quantize_options {
-    type_id type = type_id::q8_0;
-    // Importance weights per tensor name (ne[0] floats each, shared by all rows).
-    const std::unordered_map<std::string, std::vector<float>>* imatrix = nullptr;
-    int n_threads = 1;
-    bool allow_requantize = false;
-    bool pure = false;  // every fitting weight in `type` (no q6_K output projection)
-};
-
 struct quantize_tensor_report {
     std::string name;
     type_id in_type = type_id::f32;
@@ -61,6 +53,27 @@ struct quantize_tensor_report {
     bool quantized = false;     // written in a type other than its input's by quantization
     bool fell_back = false;     // quantized to a fallback type (row length did not fit)
     bool used_imatrix = false;
+};
+
+// Where quantize_model is, for a progress line: passed to quantize_options::progress
+// after each tensor is converted or copied, on the calling thread.
+struct quantize_progress {
+    std::size_t done = 0, total = 0;                // tensors, in the input's order
+    std::uint64_t bytes_done = 0, bytes_total = 0;  // input tensor data
+    const quantize_tensor_report* tensor = nullptr;  // the tensor just done
+};
+
+struct quantize_options {
+    type_id type = type_id::q8_0;
+    // Importance weights per tensor name (ne[0] floats each, shared by all rows).
+    const std::unordered_map<std::string, std::vector<float>>* imatrix = nullptr;
+    int n_threads = 1;
+    bool allow_requantize = false;
+    bool pure = false;  // every fitting weight in `type` (no q6_K output projection)
+    // Called once per tensor (done = 1 .. total); the output file is written after the
+    // last call. An exception it throws stops the conversion (nothing is written) and
+    // leaves quantize_model. Empty: no calls.
+    std::function<void(const quantize_progress&)> progress;
 };
 
 struct quantize_stats {
@@ -209,6 +222,9 @@ inline quantize_stats quantize_model(const std::string& in_path, const std::stri
         w.remove("general.quantization_version");
 
     quantize_stats st;
+    quantize_progress progress;
+    progress.total = in.tensors().size();
+    for (const auto& t : in.tensors()) progress.bytes_total += t.size_bytes;
     std::vector<std::vector<std::byte>> buffers;  // outputs, kept alive until the write
     buffers.reserve(in.tensors().size());
     std::vector<float> f32;
@@ -294,6 +310,12 @@ inline quantize_stats quantize_model(const std::string& in_path, const std::stri
         st.bytes_in += rep.bytes_in;
         st.bytes_out += rep.bytes_out;
         st.tensors.push_back(std::move(rep));
+        if (o.progress) {
+            ++progress.done;
+            progress.bytes_done += st.tensors.back().bytes_in;
+            progress.tensor = &st.tensors.back();
+            o.progress(progress);
+        }
     }
     w.write_to_file(out_path);
     return st;
