@@ -14,6 +14,7 @@ work=$(mktemp -d /tmp/tessera-cmake.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 consumer="$src/tests/consumer_cmake"
 unset TESSERA_ARCH
+case $probe in /*) ;; *) [ -x "$probe" ] || probe="$build/$probe" ;; esac  # meson may pass it relative to the build
 
 fail() { echo "FAIL: $*"; exit 1; }
 quiet() {  # <log> <command...>: runs the command, shows its log only when it fails
@@ -28,7 +29,7 @@ echo "the in-tree build uses: $expected"
 check() {  # <binary> <what>
     local out
     out=$("$1" 2>&1) || { echo "$out"; fail "$2: the consumer exited with an error"; }
-    echo "$out" | sed 's/^/  /'
+    echo "  ${out//$'\n'/$'\n'  }"
     echo "$out" | grep -qx "mode: run-time dispatch" || fail "$2: not in run-time dispatch mode"
     echo "$out" | grep -qx "arch in use: $expected" || fail "$2: arch in use is not $expected"
     [ "$(echo "$out" | grep -c ': ok (largest error')" -eq 2 ] || fail "$2: the mul_mat checks did not both pass"

@@ -14,6 +14,7 @@ work=$(mktemp -d /tmp/tessera-install.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 dest="$work/dest"
 unset TESSERA_ARCH
+case $probe in /*) ;; *) [ -x "$probe" ] || probe="$build/$probe" ;; esac  # meson may pass it relative to the build
 
 fail() { echo "FAIL: $*"; exit 1; }
 
@@ -28,7 +29,8 @@ for f in libtessera-kernels.so libtessera-kernels.a cmake/tessera/tesseraConfig.
 done
 
 # The installed .pc names the real prefix; the sysroot puts its -I and -L under DESTDIR.
-export PKG_CONFIG_PATH="$(dirname "$pc")${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}" PKG_CONFIG_SYSROOT_DIR="$dest"
+PKG_CONFIG_PATH="$(dirname "$pc")${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
+export PKG_CONFIG_PATH PKG_CONFIG_SYSROOT_DIR="$dest"
 cflags=$(pkg-config --cflags tessera) || fail "pkg-config --cflags tessera"
 libs=$(pkg-config --libs tessera) || fail "pkg-config --libs tessera"
 echo "pkg-config --cflags --libs tessera: $cflags $libs"
@@ -40,7 +42,7 @@ echo "the in-tree build uses: $expected"
 check() {  # <binary> <mode> <arch>: runs it, checks the mode, the arch in use and the mul_mat
     local bin=$1 mode=$2 arch=$3 out
     out=$("$bin" 2>&1) || { echo "$out"; fail "$bin exited with an error"; }
-    echo "$out" | sed 's/^/  /'
+    echo "  ${out//$'\n'/$'\n'  }"
     echo "$out" | grep -qx "mode: $mode" || fail "$bin: not in mode '$mode'"
     echo "$out" | grep -qx "arch in use: $arch" || fail "$bin: arch in use is not $arch"
     [ "$(echo "$out" | grep -c ': ok (largest error')" -eq 2 ] || fail "$bin: the mul_mat checks did not both pass"
