@@ -9,7 +9,7 @@
 set -euo pipefail
 build=$1 src=$2 probe=$3; shift 3
 if [ $# -gt 0 ]; then cxx=("$@"); else cxx=("${CXX:-c++}"); fi
-main="$src/tests/consumer_pkgconfig/main.cpp"
+main="$src/tests/consumer/main.cpp"
 work=$(mktemp -d /tmp/tessera-install.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 dest="$work/dest"
