@@ -40,7 +40,8 @@ build_consumer() {  # <build dir> <what> <cmake -D args...>
     local dir=$1 what=$2; shift 2
     quiet "$work/$what.configure.log" cmake -S "$consumer" -B "$dir" -DCMAKE_BUILD_TYPE=Release "$@" ||
         fail "$what: cmake configure"
-    quiet "$work/$what.build.log" cmake --build "$dir" -j1 || fail "$what: cmake --build"
+    # serial unless CMAKE_BUILD_PARALLEL_LEVEL says otherwise
+    quiet "$work/$what.build.log" cmake --build "$dir" || fail "$what: cmake --build"
     check "$dir/consumer" "$what"
 }
 
