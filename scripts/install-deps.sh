@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what tessera needs to build, test and benchmark on Debian (bookworm or
-# later): meson, ninja, both compilers, xsimd, doctest, Google Benchmark, the Unicode
+# later): meson, ninja, cmake (the CMake consumer test), both compilers, xsimd, doctest, Google Benchmark, the Unicode
 # data the tokenizer tables are generated from, and for the Vulkan device its headers
 # (libvulkan-dev, which brings the loader), Mesa's drivers (lavapipe, a Vulkan device on
 # the CPU, which CI tests on), glslc (regenerates the committed SPIR-V) and the Khronos
@@ -14,7 +14,7 @@ if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends \
-    meson ninja-build g++ clang libclang-rt-dev pkg-config python3 binutils \
+    meson ninja-build cmake g++ clang libclang-rt-dev pkg-config python3 binutils \
     libxsimd-dev doctest-dev libbenchmark-dev unicode-data ca-certificates git \
     libvulkan-dev mesa-vulkan-drivers glslc vulkan-validationlayers \
     zlib1g-dev dataset-fashion-mnist >/dev/null

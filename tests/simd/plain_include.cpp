@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <string>
 #include <vector>
 
 #include "tessera/tessera.hpp"
@@ -28,6 +29,13 @@ TEST_CASE("plain include: arches come from the compiler flags") {
                          doctest::Contains("arch is not compiled into this build (built: scalar, sse4_2, avx2)"),
                          error);
 #endif
+}
+
+TEST_CASE("plain include: report() says single-arch mode") {
+    const std::string r = simd::report();
+    CHECK(r.find(" (single-arch mode: plain include without libtessera-kernels, the arch of the compiler flags)\n") !=
+          std::string::npos);
+    CHECK(r.find("run-time dispatch") == std::string::npos);
 }
 
 TEST_CASE("plain include: each compiled arch matches a double reference") {

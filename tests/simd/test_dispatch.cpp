@@ -55,6 +55,15 @@ TEST_CASE("feature levels are nested") {
     MESSAGE(simd::report());
 }
 
+TEST_CASE("report() names the dispatch mode and the arch in use") {
+    const std::string r = simd::report();
+    if (simd::multiarch_build())  // the Meson dependency: the per-arch units are linked
+        CHECK(r.find(" (run-time dispatch: per-arch kernel units linked)\n") != std::string::npos);
+    else
+        CHECK(r.find(" (single-arch mode: plain include without libtessera-kernels") != std::string::npos);
+    CHECK(r.find("arch in use: " + std::string(simd::name_of(simd::active_arch())) + "\n") != std::string::npos);
+}
+
 TEST_CASE("set_active_arch switches every available arch") {
     const arch_id before = simd::active_arch();
     for (auto a : simd::available_archs()) {

@@ -44,13 +44,26 @@ TESSERA_BEGIN_NAMESPACE
 namespace simd {
 
 // Whether kernels for an arch exist in this build (not whether the CPU has it). A
-// multiarch build is told by Meson which units it compiled: TESSERA_UNITS holds one
-// '1' or '0' per arch, in arch_id order (meson/archs.py writes it from the arch list).
-// In plain-include mode it is what this unit's compiler flags enable.
+// multiarch build is told by the build (Meson's dependency, tessera.pc, CMake's
+// tessera::tessera) which units it compiled: TESSERA_UNITS holds one 1 or 0 per arch, in
+// arch_id order (meson/archs.py writes it from the arch list). It is a bare number,
+// 11111, so that it passes through pkg-config and CMake without shell quoting; a quoted
+// "11111" is accepted too. In plain-include mode it is what this unit's compiler flags
+// enable.
+#define TESSERA_UNITS_STRING_(x) #x
+#define TESSERA_UNITS_STRING(x) TESSERA_UNITS_STRING_(x)
+namespace detail {
+// "11111" stringized is "\"11111\"": the quotes are dropped.
+constexpr std::string_view unquoted(std::string_view s) noexcept {
+    if (s.size() >= 2 && s.front() == '"' && s.back() == '"') s = s.substr(1, s.size() - 2);
+    return s;
+}
+}  // namespace detail
+
 constexpr bool compiled_in(arch_id a) noexcept {
     if (a == arch_id::scalar) return true;
 #if defined(TESSERA_MULTIARCH) && defined(TESSERA_UNITS)
-    constexpr std::string_view units = TESSERA_UNITS;
+    constexpr std::string_view units = detail::unquoted(TESSERA_UNITS_STRING(TESSERA_UNITS));
     return static_cast<std::size_t>(a) < units.size() && units[static_cast<std::size_t>(a)] == '1';
 #elif defined(TESSERA_MULTIARCH)
     return false;  // inside a kernel unit: it dispatches nothing itself
@@ -139,11 +152,16 @@ inline void set_active_arch(arch_id a) {
 }
 inline void set_active_arch(std::string_view name) { set_active_arch(detail::checked_arch(name, "set_active_arch")); }
 
-// A one-paragraph report: detected features, arches built and usable, arch in use.
+// A one-paragraph report: detected features, arches built and usable, arch in use,
+// and the mode: run-time dispatch over the per-arch kernel units (the Meson dependency,
+// or libtessera-kernels through tessera.pc / CMake), or the single-arch mode of a plain
+// include, where the kernels are those this unit's compiler flags enable.
 inline std::string report() {
     std::string s = "cpu features: " + cpu().to_string() + "\n";
     s += "arches compiled: " + detail::arch_list_string([](arch_id a) { return compiled_in(a); }) +
-         (multiarch_build() ? " (multiarch build)\n" : " (plain include)\n");
+         (multiarch_build() ? " (run-time dispatch: per-arch kernel units linked)\n"
+                            : " (single-arch mode: plain include without libtessera-kernels, the arch of the "
+                              "compiler flags)\n");
     s += "arches usable: " + detail::arch_list_string(is_available) + "\n";
     s += "arch in use: " + std::string(name_of(active_arch())) + "\n";
     return s;
