@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """How the example programs fail: exit status, stderr, files left behind.
 
-usage: check_cli_errors.py [--data SHARED_DATA_DIR] [--version-expected X.Y.Z] PROGRAM...
+usage: check_cli_errors.py [--data SHARED_DATA_DIR [--require-data]] [--version-expected X.Y.Z] PROGRAM...
 
 Each PROGRAM is a built example (generate, gguf_info, tokenize, quantize, simple,
 quickstart, custom_backend, train_mnist), known by its file name; unknown names are
@@ -26,7 +26,9 @@ an error. For each it checks, where the program has such a thing:
       --version-expected, else any x.y.z), the compiler and the SIMD arch on stdout,
       nothing on stderr.
 The parts that need the shared data (a real model) are skipped, with a line saying so,
-when it is absent. Exit status 0 when every check passed, 1 otherwise, 77 when nothing
+when it is absent; with --require-data the whole run reports skipped (exit 77) then, so
+meson runs it twice: examples_cli_errors without --data, examples_cli_errors_data
+(suite 'data') with --data --require-data. Exit status 0 when every check passed, 1 otherwise, 77 when nothing
 could be checked. A cross build's programs run through MESON_EXE_WRAPPER.
 """
 import os
@@ -148,12 +150,22 @@ def gguf_header(n_tensors, n_kv, version=3):
 def main(argv):
     global expected_version
     data = None
-    while len(argv) >= 2 and argv[0] in ("--data", "--version-expected"):
+    require_data = False
+    while argv and argv[0] in ("--data", "--version-expected", "--require-data"):
+        if argv[0] == "--require-data":
+            require_data = True
+            argv = argv[1:]
+            continue
+        if len(argv) < 2:
+            break
         if argv[0] == "--data":
             data = argv[1]
         else:
             expected_version = argv[1]
         argv = argv[2:]
+    if require_data and not (data and os.path.exists(os.path.join(data, "models", "stories260K.gguf"))):
+        print("SKIP: --require-data and no %s" % os.path.join(data or "<no --data>", "models", "stories260K.gguf"))
+        return 77
     if not argv:
         print(__doc__)
         return 2

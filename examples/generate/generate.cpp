@@ -6,6 +6,7 @@
 //   generate -m model.gguf -p "User:" -r "User:" -i           line mode: stdin answers
 //   generate                                                  no model: a random-weight demo
 //   generate -m model.gguf --device vulkan                    on the first Vulkan device
+//   generate -m chat.gguf -cnv -sys "Be brief." -p "Hi" -i     a chat with the file's template
 //
 // stdout gets the prompt and then each generated piece as it comes (nothing else; the
 // lines read in -i mode are not echoed); stderr gets the model summary and the prompt
@@ -21,6 +22,8 @@
 #include <cstring>
 #include <filesystem>
 #include <limits>
+#include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -28,6 +31,7 @@
 
 #include "../common/cli.hpp"
 #include "tessera/backend/vulkan.hpp"  // --device vulkan (registry::global() lists the devices a program includes)
+#include "tessera/text/chat_template_gguf.hpp"
 #include "tessera/models/llama.hpp"
 #include "tessera/models/random.hpp"
 #include "tessera/models/sampling.hpp"
@@ -54,6 +58,12 @@ constexpr const char* usage_text =
     "  --logits-out PATH    write the logits after the prompt as a JSON array (n_vocab\n"
     "                       numbers; null for a non-finite one)\n"
     "  -v, --verbose        also write the prompt's and the generated token ids to stderr\n"
+    "  -q, --quiet          no loading progress on stderr\n"
+    "chat (the prompt and each line of -i become user messages of a chat template):\n"
+    "  -cnv, --conversation use the model's template (GGUF tokenizer.chat_template)\n"
+    "  --chat-template T    use template T: llama2, llama3, chatml, mistral, or a Jinja\n"
+    "                       template text (implies -cnv)\n"
+    "  -sys, --system-prompt TEXT  a system message first (implies -cnv)\n"
     "sampling (llama.cpp's chain: penalties, top-k, typical, top-p, min-p, temperature):\n"
     "  --temp T             temperature; 0 (default) is greedy\n"
     "  --top-k K            keep the K most likely tokens (default 40; 0: all)\n"
@@ -88,7 +98,9 @@ constexpr const char* usage_text =
 struct args {
     std::string model, prompt = "Once upon a time", random_out, logits_out;
     std::vector<std::string> reverse;
-    bool display_prompt = true, interactive = false, verbose = false;
+    bool display_prompt = true, interactive = false, verbose = false, quiet = false;
+    bool chat = false;                   // -cnv: messages through a chat template
+    std::string chat_template, system;  // "" = the file's template; no system message
     int n_predict = 64, threads = 0;
     std::int64_t n_ctx = 0, n_batch = 512;
     models::sampler_params sp{.temp = 0.0f, .top_k = 40, .top_p = 0.95f, .seed = 1};
@@ -202,6 +214,17 @@ args parse(int argc, char** argv, bool& help) {
             if (a.logits_out.empty()) throw usage_error("--logits-out needs a file name, not ''");
         } else if (o == "-v" || o == "--verbose") {
             a.verbose = true;
+        } else if (o == "-q" || o == "--quiet") {
+            a.quiet = true;
+        } else if (o == "-cnv" || o == "--conversation") {
+            a.chat = true;
+        } else if (o == "--chat-template") {
+            a.chat = true;
+            a.chat_template = value();
+            if (a.chat_template.empty()) throw usage_error("--chat-template needs a name or a template, not ''");
+        } else if (o == "-sys" || o == "--system-prompt") {
+            a.chat = true;
+            a.system = value();
         } else if (o == "--min-p") {
             a.sp.min_p = to_float(o, value(), 0.0, 1.0);
         } else if (o == "--typical") {
@@ -362,6 +385,55 @@ std::string ids_text(std::span<const std::int32_t> ids) {
     return s;
 }
 
+// A chat (-cnv): the messages so far and their template. What a new user message adds
+// to the model's input is the conversation rendered with it and the generation prompt,
+// less the conversation rendered before it (as llama.cpp's chat mode).
+struct chat_state {
+    text::chat_template tmpl;
+    text::chat_options opt;
+    std::vector<text::chat_message> msgs;
+
+    // The first prompt: the whole conversation (a system message and this user message).
+    std::string start(const std::string& content) {
+        msgs.push_back({"user", content});
+        return tmpl.apply(msgs, opt);
+    }
+
+    std::string add_user(const std::string& content) {
+        text::chat_options no_gen = opt;
+        no_gen.add_generation_prompt = false;
+        const std::string before = msgs.empty() ? std::string() : tmpl.apply(msgs, no_gen);
+        msgs.push_back({"user", content});
+        const std::string after = tmpl.apply(msgs, opt);
+        if (after.compare(0, before.size(), before) != 0)
+            throw std::runtime_error("the chat template renders the earlier messages differently once a message is added; "
+                                     "the conversation cannot go on (try another --chat-template)");
+        return after.substr(before.size());
+    }
+};
+
+// Loading progress on stderr: a line every 2 s while weights are placed (an upload to a
+// device can take that long), and one at the end with the totals; none with -q.
+struct load_reporter {
+    std::chrono::steady_clock::time_point t0 = std::chrono::steady_clock::now(), last = t0;
+    models::load_progress seen;
+
+    void line(const models::load_progress& p, const char* what) const {
+        const double s = std::max(seconds_since(t0), 1e-6);
+        std::fprintf(stderr, "generate: %s %zu/%zu weights, %.1f/%.1f MiB, %.1f MB/s\n", what, p.done, p.total,
+                     static_cast<double>(p.bytes_done) / (1024.0 * 1024.0), static_cast<double>(p.bytes_total) / (1024.0 * 1024.0),
+                     static_cast<double>(p.bytes_done) / 1e6 / s);
+    }
+    void operator()(const models::load_progress& p) {
+        seen = p;
+        const auto now = std::chrono::steady_clock::now();
+        if (p.done < p.total && std::chrono::duration<double>(now - last).count() >= 2.0) {
+            line(p, "loading");
+            last = now;
+        }
+    }
+};
+
 int run(const args& a, cli::state& st) {
     remove_on_exit cleanup;
     std::string path = a.model;
@@ -373,6 +445,7 @@ int run(const args& a, cli::state& st) {
             path = write_random_model(a, cleanup);
         }
         st.file = path;
+        auto progress = std::make_shared<load_reporter>();
         models::llama_model m = models::llama_model::load(
             path, {.n_threads = a.threads,
                    .n_ctx = a.n_ctx,
@@ -380,7 +453,10 @@ int run(const args& a, cli::state& st) {
                    .kv_type = a.kv,
                    .flash_attn = a.flash_attn,
                    .device = a.device,
-                   .n_copies = a.n_copies});
+                   .n_copies = a.n_copies,
+                   .progress = a.quiet ? std::function<void(const models::load_progress&)>()
+                                       : [progress](const models::load_progress& p) { (*progress)(p); }});
+        if (!a.quiet) progress->line(progress->seen, "loaded");
         if (!cleanup.path.empty()) {  // the weights stay mapped
             std::remove(cleanup.path.c_str());
             cleanup.path.clear();
@@ -391,7 +467,19 @@ int run(const args& a, cli::state& st) {
                      static_cast<long long>(hp.n_embd), static_cast<long long>(hp.n_vocab), static_cast<double>(m.n_params()) / 1e6,
                      static_cast<double>(m.weight_bytes()) / (1024.0 * 1024.0), m.n_threads(), std::string(m.device_name()).c_str());
         const auto& tok = m.tokenizer();
-        const auto ids = tok.tokenize(a.prompt, true);
+        std::optional<chat_state> chat;
+        std::string prompt_text = a.prompt;
+        bool add_bos = true;
+        if (a.chat) {
+            chat.emplace(chat_state{text::chat_template(text::resolve_chat_template(a.chat_template, m.file().meta())),
+                                    text::chat_options_from_vocab(tok.get_vocab(), true), {}});
+            if (!a.system.empty()) chat->msgs.push_back({"system", a.system});
+            prompt_text = chat->start(a.prompt);
+            // the llama-2/3 and mistral templates write the BOS text themselves
+            add_bos = chat->opt.bos_token.empty() || prompt_text.rfind(chat->opt.bos_token, 0) != 0;
+            if (a.verbose) std::fprintf(stderr, "generate: chat prompt: %s\n", prompt_text.c_str());
+        }
+        const auto ids = tok.tokenize(prompt_text, add_bos, a.chat);
         if (ids.empty()) {
             std::fprintf(stderr, "generate: the prompt has no tokens\n");
             return 1;
@@ -402,7 +490,7 @@ int run(const args& a, cli::state& st) {
             return 1;
         }
         if (a.display_prompt) {
-            std::fputs(a.prompt.c_str(), stdout);
+            std::fputs(prompt_text.c_str(), stdout);
             std::fflush(stdout);
             mid_line = true;
         }
@@ -427,7 +515,10 @@ int run(const args& a, cli::state& st) {
             std::string text;  // this turn's text, for the reverse prompts
             for (int n_turn = 0; n_turn < a.n_predict;) {
                 const std::int32_t next = smp.sample(logits);
-                if (tok.get_vocab().is_eog(next)) break;
+                if (tok.get_vocab().is_eog(next)) {
+                    if (chat) pending.assign(1, next);  // the end of the assistant's message, for the next turn
+                    break;
+                }
                 const std::string_view piece = tok.token_to_piece(next, false);
                 std::fwrite(piece.data(), 1, piece.size(), stdout);
                 std::fflush(stdout);
@@ -459,7 +550,13 @@ int run(const args& a, cli::state& st) {
             std::vector<std::int32_t> input;
             input.swap(pending);  // (already in the sampler's history)
             const std::size_t n_pending = input.size();
-            if (!line.empty()) {
+            if (chat) {
+                chat->msgs.push_back({"assistant", text});
+                const std::string turn = chat->add_user(line);
+                if (a.verbose) std::fprintf(stderr, "generate: chat turn: %s\n", turn.c_str());
+                const auto more = tok.tokenize(turn, false, true);
+                input.insert(input.end(), more.begin(), more.end());
+            } else if (!line.empty()) {
                 const auto more = tok.tokenize(line + "\n", false);
                 input.insert(input.end(), more.begin(), more.end());
             }

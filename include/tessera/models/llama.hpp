@@ -79,7 +79,7 @@ struct llama_options {
     // progress_callback). On the CPU the weights are mapped, not read, so the calls come
     // fast; the upload to a device is where the bytes move. An exception it throws stops
     // the load and leaves the constructor. Empty: no calls.
-    std::function<void(const load_progress&)> progress;
+    std::function<void(const load_progress&)> progress = {};  // (a default: designated initializers may omit it)
 };
 
 class llama_model {

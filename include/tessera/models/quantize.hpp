@@ -73,7 +73,7 @@ struct quantize_options {
     // Called once per tensor (done = 1 .. total); the output file is written after the
     // last call. An exception it throws stops the conversion (nothing is written) and
     // leaves quantize_model. Empty: no calls.
-    std::function<void(const quantize_progress&)> progress;
+    std::function<void(const quantize_progress&)> progress = {};  // (a default: designated initializers may omit it)
 };
 
 struct quantize_stats {
