@@ -4,7 +4,7 @@
 usage: expect_error.py [--status N] [--stderr TEXT]... [--stdout TEXT]... [--absent PATH]...
                        [--needs PATH]... -- COMMAND [ARG]...
 
-Passes (exit 0) when the command exits with status N (any non-zero status without
+A cross build's program runs through MESON_EXE_WRAPPER. Passes (exit 0) when the command exits with status N (any non-zero status without
 --status) by itself (not by a signal, not by a sanitizer report), every --stderr /
 --stdout TEXT occurs in that stream, and no --absent PATH exists afterwards. Exits 77
 (meson: skipped) when a --needs PATH (an input the failure depends on, e.g. a file of
@@ -13,6 +13,7 @@ saying what differed.
 """
 import argparse
 import os
+import shlex
 import subprocess
 import sys
 
@@ -33,6 +34,8 @@ def main() -> int:
     if not cmd:
         print("expect_error.py: no command", file=sys.stderr)
         return 2
+    # A cross build runs its programs through the emulator meson names.
+    cmd = shlex.split(os.environ.get("MESON_EXE_WRAPPER", "")) + cmd
     for p in a.needs:
         if not os.path.exists(p):
             print("SKIP: %s is missing (the failure checked here needs it)" % p)
