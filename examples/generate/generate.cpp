@@ -381,7 +381,10 @@ bool read_line(std::string& line) {
 
 std::string ids_text(std::span<const std::int32_t> ids) {
     std::string s;
-    for (std::int32_t id : ids) s += (s.empty() ? "" : " ") + std::to_string(id);
+    for (std::int32_t id : ids) {
+        if (!s.empty()) s += ' ';
+        s += std::to_string(id);
+    }
     return s;
 }
 

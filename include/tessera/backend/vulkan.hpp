@@ -217,6 +217,10 @@ Handle per_device(std::size_t i) {
 }
 }  // namespace vulkan
 
+// (The ops unit compiles the three handles and, through them, the device: TESSERA_LINKED.)
+TESSERA_LINKED_VULKAN(any_buffer_type vulkan::per_device<any_buffer_type, vulkan_buffer_type_model>(std::size_t));
+TESSERA_LINKED_VULKAN(any_buffer_type vulkan::per_device<any_buffer_type, vulkan_host_buffer_type_model>(std::size_t));
+
 inline any_buffer_type vulkan_buffer_type(std::size_t i) { return vulkan::per_device<any_buffer_type, vulkan_buffer_type_model>(i); }
 inline any_buffer_type vulkan_host_buffer_type(std::size_t i) {
     return vulkan::per_device<any_buffer_type, vulkan_host_buffer_type_model>(i);
@@ -556,6 +560,7 @@ struct vulkan_device_model {
 };
 static_assert(device<vulkan_device_model>);
 
+TESSERA_LINKED_VULKAN(any_device vulkan::per_device<any_device, vulkan_device_model>(std::size_t));
 inline any_device vulkan_device(std::size_t i) { return vulkan::per_device<any_device, vulkan_device_model>(i); }
 
 struct vulkan_reg_model {

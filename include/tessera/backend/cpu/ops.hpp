@@ -1432,7 +1432,12 @@ inline constexpr std::array<op_entry, op_count> op_table = [] {
     return t;
 }();
 
-inline const op_entry& entry_of(op_kind op) noexcept { return op_table[static_cast<std::size_t>(op)]; }
+// (A template only so that the ops unit compiles the table and the bodies it points to:
+// config.hpp, TESSERA_LINKED.)
+template <class = void>
+const op_entry& op_row(op_kind op) noexcept { return op_table[static_cast<std::size_t>(op)]; }
+TESSERA_LINKED(const op_entry& op_row<void>(op_kind) noexcept);
+inline const op_entry& entry_of(op_kind op) noexcept { return op_row(op); }
 
 // Whether the CPU has an implementation of op at all (for some types and modes;
 // unsupported_reason() decides per node). docs/ops.md lists the same set.
