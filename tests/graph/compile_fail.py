@@ -6,15 +6,21 @@ usage: compile_fail.py INCLUDE_DIR COMPILER [ARGS...]
 Each snippet below is compiled with -fsyntax-only. The first must compile (so a
 failure of the others is not an unrelated setup problem); every other one must fail
 with the readable message of the builder's static_assert (or the named concept).
+The headers of the prelude are compiled once into a precompiled header that every
+snippet includes (0.5 s a snippet instead of 1.8 s); where the compiler cannot make
+one, each snippet parses the headers itself.
 """
 import os
 import subprocess
 import sys
 import tempfile
 
-PRELUDE = """
+HEADERS = """
 #include "tessera/graph/ops.hpp"
 #include "tessera/graph/autodiff.hpp"
+"""
+
+PRELUDE = HEADERS + """
 using namespace tessera;
 using namespace tessera::graph;
 void f(context& ctx) {
@@ -117,21 +123,41 @@ CASES = [
 ]
 
 
-def compile_snippet(cxx, body):
+def compile_snippet(cxx, body, pch):
     with tempfile.NamedTemporaryFile("w", suffix=".cpp", delete=False) as f:
         f.write(PRELUDE + body + "\n}\n")
         path = f.name
     try:
-        r = subprocess.run(cxx + ["-fsyntax-only", path], capture_output=True, text=True)
+        r = subprocess.run(cxx + pch + ["-fsyntax-only", path], capture_output=True, text=True)
         return r.returncode, r.stderr
     finally:
         os.unlink(path)
 
 
+def make_pch(cxx, folder):
+    """The -include arguments of a precompiled HEADERS (gcc finds NAME.gch, clang
+    NAME.pch next to the header it is told to include), or [] when none is made."""
+    header = os.path.join(folder, "prelude.hpp")
+    with open(header, "w") as f:
+        f.write(HEADERS)
+    version = subprocess.run(cxx[:1] + ["--version"], capture_output=True, text=True).stdout
+    out = header + (".pch" if "clang" in version else ".gch")
+    r = subprocess.run(cxx + ["-x", "c++-header", header, "-o", out], capture_output=True, text=True)
+    if r.returncode != 0:
+        print("(no precompiled header: " + (r.stderr.strip().splitlines() or ["?"])[-1] + ")")
+        return []
+    return ["-include", header, "-Winvalid-pch"]
+
+
 def main():
     inc = sys.argv[1]
     cxx = sys.argv[2:] + ["-std=c++20", "-I" + inc]
-    rc, err = compile_snippet(cxx, OK)
+    with tempfile.TemporaryDirectory() as folder:
+        return check(cxx, make_pch(cxx, folder))
+
+
+def check(cxx, pch):
+    rc, err = compile_snippet(cxx, OK, pch)
     if rc != 0:
         print("the valid snippet does not compile:\n" + err[:4000])
         return 1
@@ -140,7 +166,7 @@ def main():
     import re
     from concurrent.futures import ThreadPoolExecutor
     with ThreadPoolExecutor(max_workers=2) as pool:
-        results = list(pool.map(lambda c: compile_snippet(cxx, c[1]), CASES))
+        results = list(pool.map(lambda c: compile_snippet(cxx, c[1], pch), CASES))
     for (name, body, expect), (rc, err) in zip(CASES, results):
         if rc == 0:
             print(f"FAIL: '{name}' compiled")

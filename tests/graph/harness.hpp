@@ -215,10 +215,47 @@ struct outcome {
     std::string refused;  // the device target did not take the graph (nothing was computed)
 };
 
+// Fills a case's inputs: the leafs, and the trainable parameters (op none, but graph nodes,
+// as in ggml), from the case's custom fills or uniform in [lo, hi) (block types: random
+// floats quantized with the reference quantizer).
+inline void fill_inputs(const cgraph& g, const built& b, unsigned seed) {
+    std::vector<node*> to_fill(g.leafs().begin(), g.leafs().end());
+    for (node* n : g.nodes())
+        if (n->op == op_kind::none) to_fill.push_back(n);
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<double> u(b.lo, b.hi);
+    for (node* n : to_fill) {
+        bool custom = false;
+        for (auto& [t, f] : b.init)
+            if (t == n) f(n, rng), custom = true;
+        if (custom) continue;
+        if (is_quantized(n->lay.type)) {  // random floats quantized with the reference
+            std::vector<float> f(static_cast<std::size_t>(n->lay.nelements()));
+            for (float& x : f) x = static_cast<float>(u(rng));
+            quant::quantize(n->lay.type, f.data(), n->data, n->lay.nrows(), n->lay.ne[0]);
+            continue;
+        }
+        for (std::int64_t i = 0; i < n->lay.nelements(); ++i)
+            write_elem(n->lay.type, n->data + static_cast<std::size_t>(i) * static_cast<std::size_t>(type_size(n->lay.type)), u(rng));
+    }
+}
+
+// A case's filled inputs (the whole image, sentinels included) and its reference output,
+// kept by check() between its runs: the build is deterministic and the seed fixed, so every
+// arch and thread count gets the same bytes, and the double-precision reference (and the
+// reference quantizer of block-typed inputs, both slow) run once per case instead of once
+// per run.
+struct prepared {
+    bool ready = false;
+    std::vector<std::byte> image;
+    host expect;
+};
+
 // Builds, fills, computes (with `compute`, or on the device target when refusal is set)
-// and compares one case.
+// and compares one case. With `cache`, the first call fills it and later calls copy the
+// inputs and take the reference from it.
 inline outcome run_once(const build_fn& build, const ref_fn& ref, const compute_fn& compute, unsigned seed,
-                        const std::function<std::string(const cgraph&)>& refusal = {}) {
+                        const std::function<std::string(const cgraph&)>& refusal = {}, prepared* cache = nullptr) {
     context ctx({.no_alloc = true});
     built b = build(ctx);
     cgraph g;
@@ -246,30 +283,23 @@ inline outcome run_once(const build_fn& build, const ref_fn& ref, const compute_
         std::memset(base + offs[i] + owned[i]->lay.nbytes(), 0x5a, pad);
         write_sentinel(base + offs[i] + owned[i]->lay.nbytes() + pad);
     }
-    // fill the inputs: the leafs, and the trainable parameters (op none, but graph nodes, as in ggml)
-    std::vector<node*> to_fill(g.leafs().begin(), g.leafs().end());
-    for (node* n : g.nodes())
-        if (n->op == op_kind::none) to_fill.push_back(n);
-    std::mt19937 rng(seed);
-    std::uniform_real_distribution<double> u(b.lo, b.hi);
-    for (node* n : to_fill) {
-        bool custom = false;
-        for (auto& [t, f] : b.init)
-            if (t == n) f(n, rng), custom = true;
-        if (custom) continue;
-        if (is_quantized(n->lay.type)) {  // random floats quantized with the reference
-            std::vector<float> f(static_cast<std::size_t>(n->lay.nelements()));
-            for (float& x : f) x = static_cast<float>(u(rng));
-            quant::quantize(n->lay.type, f.data(), n->data, n->lay.nrows(), n->lay.ne[0]);
-            continue;
+    host expect;
+    if (cache && cache->ready) {
+        REQUIRE(cache->image.size() == total);  // (the same case builds the same graph)
+        std::memcpy(base, cache->image.data(), total);
+        expect = cache->expect;
+    } else {
+        fill_inputs(g, b, seed);
+        // the reference reads the inputs before the compute (in-place ops overwrite them)
+        std::vector<host> in;
+        for (node* n : b.inputs) in.push_back(to_host(n));
+        expect = ref(in);
+        if (cache) {
+            cache->image.assign(base, base + total);
+            cache->expect = expect;
+            cache->ready = true;
         }
-        for (std::int64_t i = 0; i < n->lay.nelements(); ++i)
-            write_elem(n->lay.type, n->data + static_cast<std::size_t>(i) * static_cast<std::size_t>(type_size(n->lay.type)), u(rng));
     }
-    // the reference reads the inputs before the compute (in-place ops overwrite them)
-    std::vector<host> in;
-    for (node* n : b.inputs) in.push_back(to_host(n));
-    host expect = ref(in);
     compute(g, image{base, total, owned, offs});
     host got = to_host(b.out);
     outcome o;
@@ -345,10 +375,12 @@ inline void check(const std::string& name, const build_fn& build, const ref_fn& 
         CHECK(o.nmse <= bound);
         return;
     }
+    prepared cache;
     for (auto a : simd::available_archs()) {
         simd::set_active_arch(a);
         for (int threads : {1, 2}) {
-            const outcome o = run_once(build, ref, [threads](cgraph& g, const image&) { executor(threads).compute(g); }, 1234u);
+            const outcome o =
+                run_once(build, ref, [threads](cgraph& g, const image&) { executor(threads).compute(g); }, 1234u, {}, &cache);
             INFO(name, " arch=", std::string(simd::name_of(a)), " threads=", threads, " nmse=", o.nmse, " bound=", bound);
             CHECK(o.sentinels);
             CHECK_FALSE(o.nan);
