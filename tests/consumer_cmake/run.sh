@@ -2,8 +2,11 @@
 # Builds tests/consumer_cmake three ways and runs each: every one must dispatch to the
 # arch the in-tree build picks (ARCH_PROBE's report) and pass main.cpp's q4_0 mul_mat
 # check.
-#   1. FetchContent from the source tree (builds libtessera-kernels with CMake, from
-#      CMakeLists.txt), then `cmake --install` of that build with TESSERA_INSTALL=ON;
+#   1. FetchContent (builds libtessera-kernels with CMake, from CMakeLists.txt), then
+#      `cmake --install` of that build with TESSERA_INSTALL=ON. From git (GIT_REPOSITORY
+#      the source tree, GIT_TAG its HEAD commit) when the tree is a git checkout without
+#      changes to tracked files, as CI's clone is; otherwise from the folder (SOURCE_DIR),
+#      so that what is tested is what the Meson build compiled;
 #   2. find_package(tessera) against that CMake install (the exported tesseraTargets);
 #   3. find_package(tessera) against the Meson build's install (its tesseraConfig.cmake),
 #      put in a scratch DESTDIR.
@@ -45,8 +48,16 @@ build_consumer() {  # <build dir> <what> <cmake -D args...>
     check "$dir/consumer" "$what"
 }
 
-echo "--- 1. FetchContent (SOURCE_DIR $src)"
-build_consumer "$work/fetch" fetchcontent -DTESSERA_SOURCE_DIR="$src" -DTESSERA_INSTALL=ON
+if head=$(git -C "$src" rev-parse --verify HEAD 2>/dev/null) &&
+   [ -z "$(git -C "$src" status --porcelain --untracked-files=no 2>/dev/null)" ]; then
+    echo "--- 1. FetchContent (GIT_REPOSITORY $src, GIT_TAG $head)"
+    build_consumer "$work/fetch" fetchcontent_git -DTESSERA_GIT_REPOSITORY="$src" -DTESSERA_GIT_TAG="$head" -DTESSERA_INSTALL=ON
+    [ "$(git -C "$work/fetch/_deps/tessera-src" rev-parse HEAD 2>/dev/null)" = "$head" ] ||
+        fail "fetchcontent_git: the fetched tree ($work/fetch/_deps/tessera-src) is not at $head"
+else
+    echo "--- 1. FetchContent (SOURCE_DIR $src: not a git checkout, or tracked files changed)"
+    build_consumer "$work/fetch" fetchcontent -DTESSERA_SOURCE_DIR="$src" -DTESSERA_INSTALL=ON
+fi
 quiet "$work/cmake-install.log" cmake --install "$work/fetch" --prefix "$work/cmake-prefix" || fail "cmake --install"
 
 echo "--- 2. find_package, CMake-installed tessera"
