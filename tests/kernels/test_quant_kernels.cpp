@@ -3,7 +3,8 @@
 //   - dequantize: bit-exact, random blocks of every type, odd block counts;
 //   - quantize q8_0 / q8_1 / q8_K: the same bytes, including rounding ties;
 //   - vec_dot: exact with unit scales (the integer part), and within a stated f32
-//     summation bound on random scales;
+//     summation bound on random scales and on extreme quants (every quant byte one
+//     pattern, the partner's quants all +127 or all -127);
 //   - f16 / bf16 dot: |err| / n < 1e-4 against a double reference for the lengths of
 //     ggml's test-quantize-fns.
 #include <doctest/doctest.h>
@@ -142,6 +143,70 @@ std::vector<double> partner_values(const std::vector<P>& y) {
     return v;
 }
 
+// Every byte of a block but its f16 / f32 / E8M0 scale fields set to fill; a partner's
+// sums (q8_1's s, q8_K's bsums) recomputed.
+template <class B>
+void fill_quants(B& b, unsigned char fill) {
+    const B keep = b;
+    std::memset(static_cast<void*>(&b), fill, sizeof(B));
+    if constexpr (requires { b.d; }) b.d = keep.d;
+    if constexpr (requires { b.dmin; }) b.dmin = keep.dmin;
+    if constexpr (requires { b.m; }) b.m = keep.m;
+    if constexpr (requires { b.e; }) b.e = keep.e;
+    if constexpr (std::is_same_v<B, quant::block_q8_1>) {
+        int s = 0;
+        for (auto q : b.qs) s += q;
+        b.s = f16::from_float(static_cast<float>(s) * b.d.to_float());
+    }
+    if constexpr (std::is_same_v<B, quant::block_q8_K>) {
+        for (int j = 0; j < 16; ++j) {
+            int s = 0;
+            for (int l = 0; l < 16; ++l) s += b.qs[16 * j + l];
+            b.bsums[j] = static_cast<std::int16_t>(s);
+        }
+    }
+}
+
+// x . y on every arch against the scalar kernel within the f32 summation bound, and the
+// scalar kernel against a double dot of the dequantized rows.
+template <class B, class P>
+void check_dot_bound(const std::vector<B>& x, const std::vector<P>& y) {
+    constexpr auto bs = static_cast<std::size_t>(quant::block_traits<B>::block_size);
+    const std::size_t nb = x.size();
+    const auto n = static_cast<std::int64_t>(nb * bs);
+    const auto scalar_dot = simd::kernel_for<qk::quant_kernels<B>::template vec_dot>(arch_id::scalar);
+    std::vector<float> xf(nb * bs);
+    simd::kernel_for<qk::quant_kernels<B>::template dequantize>(arch_id::scalar)(x.data(), xf.data(), n);
+    const auto yf = partner_values(y);
+    double ref = 0, mag = 0, min_terms = 0;
+    for (std::size_t k = 0; k < xf.size(); ++k) {
+        ref += xf[k] * yf[k];
+        mag += std::fabs(xf[k] * yf[k]);
+    }
+    if constexpr (requires { x[0].m; }) {  // q4_1/q5_1 use y.s = f16(d * sum q)
+        for (std::size_t i = 0; i < nb; ++i) min_terms += std::fabs(x[i].m.to_float() * y[i].s.to_float());
+        mag += min_terms;
+    }
+    if constexpr (requires { x[0].dmin; }) {
+        for (std::size_t i = 0; i < nb; ++i)
+            for (int j = 0; j < 16; ++j) mag += std::fabs(x[i].dmin.to_float() * 63.0 * y[i].d * y[i].bsums[j]);
+    }
+    const float s = scalar_dot(n, x.data(), y.data());
+    // the dequantized values carry one rounding each; the min term of q8_1 is f16
+    CHECK(std::fabs(s - ref) <= 1e-5 * mag + 2e-3 * min_terms + 1e-30);
+    const double bound = 4.0 * static_cast<double>(nb + 16) * 0x1p-24 * mag;
+    for (auto a : simd::available_archs()) {
+        CAPTURE(arch_str(a));
+        const float got = simd::kernel_for<qk::quant_kernels<B>::template vec_dot>(a)(n, x.data(), y.data());
+        CHECK(std::fabs(got - s) <= bound);
+    }
+#if defined(TESSERA_TEST_HAVE_QUANT_REF)
+    if constexpr (requires(const B* p, const P* o) { quant::vec_dot_ref(std::int64_t{}, p, o); }) {
+        CHECK(std::fabs(quant::vec_dot_ref(n, x.data(), y.data()) - s) <= bound);
+    }
+#endif
+}
+
 template <class B>
 void check_vec_dot() {
     using P = typename quant::block_traits<B>::dot_partner;
@@ -164,38 +229,21 @@ void check_vec_dot() {
         }
         // 2. random scales: against the scalar kernel within the f32 summation bound,
         //    and the scalar kernel against a double dot of the dequantized rows
-        const auto x = random_blocks<B>(nb, static_cast<unsigned>(11 * nb + 3));
-        const auto y = random_blocks<P>(nb, static_cast<unsigned>(13 * nb + 4));
-        std::vector<float> xf(nb * bs);
-        simd::kernel_for<qk::quant_kernels<B>::template dequantize>(arch_id::scalar)(x.data(), xf.data(), n);
-        const auto yf = partner_values(y);
-        double ref = 0, mag = 0, min_terms = 0;
-        for (std::size_t k = 0; k < xf.size(); ++k) {
-            ref += xf[k] * yf[k];
-            mag += std::fabs(xf[k] * yf[k]);
-        }
-        if constexpr (requires { x[0].m; }) {  // q4_1/q5_1 use y.s = f16(d * sum q)
-            for (std::size_t i = 0; i < nb; ++i) min_terms += std::fabs(x[i].m.to_float() * y[i].s.to_float());
-            mag += min_terms;
-        }
-        if constexpr (requires { x[0].dmin; }) {
-            for (std::size_t i = 0; i < nb; ++i)
-                for (int j = 0; j < 16; ++j) mag += std::fabs(x[i].dmin.to_float() * 63.0 * y[i].d * y[i].bsums[j]);
-        }
-        const float s = scalar_dot(n, x.data(), y.data());
-        // the dequantized values carry one rounding each; the min term of q8_1 is f16
-        CHECK(std::fabs(s - ref) <= 1e-5 * mag + 2e-3 * min_terms + 1e-30);
-        const double bound = 4.0 * static_cast<double>(nb + 16) * 0x1p-24 * mag;
-        for (auto a : simd::available_archs()) {
-            CAPTURE(arch_str(a));
-            const float got = simd::kernel_for<qk::quant_kernels<B>::template vec_dot>(a)(n, x.data(), y.data());
-            CHECK(std::fabs(got - s) <= bound);
-        }
-#if defined(TESSERA_TEST_HAVE_QUANT_REF)
-        if constexpr (requires(const B* p, const P* o) { quant::vec_dot_ref(std::int64_t{}, p, o); }) {
-            CHECK(std::fabs(quant::vec_dot_ref(n, x.data(), y.data()) - s) <= bound);
-        }
-#endif
+        check_dot_bound<B>(random_blocks<B>(nb, static_cast<unsigned>(11 * nb + 3)),
+                           random_blocks<P>(nb, static_cast<unsigned>(13 * nb + 4)));
+        // 3. extreme quants (random scales): every quant byte of x one pattern (all bits
+        //    set, none, 0x7F, 0x88; the K-quants' packed scales included), y's quants all
+        //    +127 or all -127: the largest i16 pair sums of vpmaddubsw-style bodies
+        for (int fx : {0xFF, 0x00, 0x7F, 0x88})
+            for (int fy : {0x7F, 0x81}) {
+                CAPTURE(fx);
+                CAPTURE(fy);
+                auto x = random_blocks<B>(nb, static_cast<unsigned>(17 * nb) + static_cast<unsigned>(fx));
+                auto y = random_blocks<P>(nb, static_cast<unsigned>(19 * nb) + static_cast<unsigned>(fy));
+                for (auto& b : x) fill_quants(b, static_cast<unsigned char>(fx));
+                for (auto& b : y) fill_quants(b, static_cast<unsigned char>(fy));
+                check_dot_bound<B>(x, y);
+            }
     }
 }
 

@@ -6,14 +6,16 @@
 // (quant::vec_dot_unchecked<A>: vec_dot_ref without its check of n, in ggml's order). Paths (the x86 bodies are in
 // kernels/x86/quant/vec_dot.hpp, the AArch64 ones in kernels/arm/quant/vec_dot.hpp):
 //   scalar     every type (the reference definitions);
-//   avx2       q8_0, q4_0, q4_K, q6_K (vpmaddubsw), f16 (F16C), bf16;
+//   avx2       q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl, mxfp4, q2_K, q3_K, q4_K, q5_K, q6_K,
+//              iq4_xs, tq1_0, tq2_0 (vpmaddubsw / vpmaddwd), f16 (F16C), bf16;
 //   avx512bw   q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl, mxfp4, q2_K, q3_K, q4_K, q5_K, q6_K,
-//              iq4_xs, tq2_0 (vpmaddubsw/vpmaddwd on 512 bits), bf16 (f16 uses AVX2's);
+//              iq4_xs, tq2_0 (vpmaddubsw/vpmaddwd on 512 bits), bf16 (f16 and tq1_0 use
+//              AVX2's);
 //   avx512vnni the same bodies with vpdpbusd / vpdpwssd;
 //   neon       the avx512bw types (SMULL + SADALP), f16, bf16;
 //   dotprod    the same bodies with SDOT; i8mm: bf16 with BFMLALB / BFMLALT;
 //   sve        q8_0, q4_0 length-agnostic (SVE SDOT), the rest as i8mm.
-// q8_1 x q8_1 and tq1_0 run the scalar body everywhere.
+// q8_1 x q8_1 runs the scalar body everywhere, tq1_0 on AArch64 too.
 // Types without a wide body run the scalar body in every unit.
 //
 // Kernels: vec_dot_<type><A>(int64_t n, const block_<type>* x, const partner* y)

@@ -1,6 +1,7 @@
 // x86 bodies of the quantized-kernel helpers of kernels/quant/common.hpp: the F16C
 // conversions (AVX2 and up), horizontal reductions, 512-bit broadcasts and the u8 x s8 /
-// i16 x i16 dot products (VNNI where present). Compiled only for x86 targets.
+// i16 x i16 dot products (VNNI where present), the AVX2 nibble and fifth-bit decoders of a
+// 32-element block. Compiled only for x86 targets.
 #pragma once
 
 #include "tessera/config.hpp"
@@ -8,6 +9,7 @@
 #if defined(TESSERA_X86)
 
 #include <cstdint>
+#include <cstring>
 
 #include <immintrin.h>
 
@@ -128,6 +130,25 @@ TESSERA_ALWAYS_INLINE __m256i dpbusd256(__m256i acc, __m256i u, __m256i s) noexc
         const __m256i p = _mm256_maddubs_epi16(u, s);
         return _mm256_add_epi32(acc, _mm256_madd_epi16(p, _mm256_set1_epi16(1)));
     }
+}
+
+// ---- 32-element blocks in one 256-bit vector (AVX2) ----------------------------------------
+// The 32 nibbles of 16 bytes (q4_0 order: low nibbles elements 0..15, high 16..31) as
+// bytes in element order; and the fifth bits of q5_0 / q5_1 (bit j of the u32 at qh) as
+// byte j = 16 where set.
+template <class A>
+TESSERA_ALWAYS_INLINE __m256i nibbles32(const std::uint8_t* qs) {  // elements 0..31 as bytes 0..31
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs)), m = _mm_set1_epi8(15);
+    return _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_and_si128(v, m)), _mm_and_si128(_mm_srli_epi16(v, 4), m), 1);
+}
+template <class A>
+TESSERA_ALWAYS_INLINE __m256i fifth_bits32(const std::uint8_t* qh) {  // byte j = 16 if bit j of the u32 at qh is set
+    std::uint32_t h;
+    std::memcpy(&h, qh, 4);
+    const __m256i spread = _mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int>(h)),
+                                               _mm256_setr_epi64x(0, 0x0101010101010101, 0x0202020202020202, 0x0303030303030303));
+    const __m256i bit = _mm256_set1_epi64x(static_cast<long long>(0x8040201008040201ull));
+    return _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit), _mm256_set1_epi8(16));
 }
 
 }  // namespace qdetail

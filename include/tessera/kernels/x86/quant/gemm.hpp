@@ -99,20 +99,7 @@ struct qv256 {
 };
 
 // ---- decoders ---------------------------------------------------------------------------
-template <class A>
-TESSERA_ALWAYS_INLINE __m256i nibbles32(const std::uint8_t* qs) {  // elements 0..31 as bytes 0..15
-    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs)), m = _mm_set1_epi8(15);
-    return _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_and_si128(v, m)), _mm_and_si128(_mm_srli_epi16(v, 4), m), 1);
-}
-template <class A>
-TESSERA_ALWAYS_INLINE __m256i fifth_bits32(const std::uint8_t* qh) {  // byte j = 16 if bit j of the u32 at qh is set
-    std::uint32_t h;
-    std::memcpy(&h, qh, 4);
-    const __m256i spread = _mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int>(h)),
-                                               _mm256_setr_epi64x(0, 0x0101010101010101, 0x0202020202020202, 0x0303030303030303));
-    const __m256i bit = _mm256_set1_epi64x(static_cast<long long>(0x8040201008040201ull));
-    return _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit), _mm256_set1_epi8(16));
-}
+// (nibbles32 and fifth_bits32 are in x86/quant/common.hpp, shared with vec_dot)
 template <class A>
 TESSERA_ALWAYS_INLINE void store32(std::uint8_t* u, __m256i v) {
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(u), v);

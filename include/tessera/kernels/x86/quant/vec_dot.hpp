@@ -1,10 +1,13 @@
 // x86 bodies of the quantized dot products of kernels/quant/vec_dot.hpp. q8_0, q4_0,
 // q4_K, q6_K and the f16 / bf16 rows have one body each for both widths, over the vector
-// traits vd256 (AVX2) and vd512 (AVX-512); the other block types with a
-// SIMD body have an AVX-512 BW one (VNNI through dpbusd512 / dpwssd512); and the
-// four-row q4_0 matrix x vector. Each returns what the scalar body there returns, within
-// the bounds of tests/kernels. Part of kernels/quant/vec_dot.hpp, which includes it after
-// the scalar bodies.
+// traits vd256 (AVX2) and vd512 (AVX-512). q4_1, q5_0, q5_1, iq4_nl, mxfp4 (vdot_32),
+// q5_K (vdot_q4K), q2_K, q3_K (vdot_q6K) run those bodies on vd256 only, through hooks
+// that vd512 does not have (dot_x, k5_high, k16_values): their AVX-512 BW bodies (VNNI
+// through dpbusd512 / dpwssd512) are written for that width, as are iq4_xs's and tq2_0's,
+// whose AVX2 bodies are written for 256 bits too. tq1_0 has an AVX2 body, which the
+// AVX-512 levels run as well. And the four-row q4_0 matrix x vector. Each returns what the
+// scalar body there returns, within the bounds of tests/kernels. Part of
+// kernels/quant/vec_dot.hpp, which includes it after the scalar bodies.
 #pragma once
 
 #include "tessera/config.hpp"
@@ -82,6 +85,16 @@ TESSERA_ALWAYS_INLINE __m128i k4_scales_mins(const std::uint8_t* s) {
     return _mm_loadu_si128(reinterpret_cast<const __m128i*>(u));
 }
 
+// The weight scale of a 32-element block as f32: d, or mxfp4's E8M0 exponent (halved, as
+// its doubled table wants).
+template <class A, class B>
+TESSERA_ALWAYS_INLINE float xscale(const B& b) {
+    if constexpr (std::is_same_v<B, q::block_mxfp4>)
+        return e8m0_half<A>(b.e);
+    else
+        return h2f<A>(b.d);
+}
+
 // ---- the vector traits of each width --------------------------------------------------------
 // vd256 (AVX2) and vd512 (AVX-512): the one body of each kernel below runs on either.
 // f32: zerof / splat / add / hsum, fma of an f32 vector or of i32 lanes converted, load
@@ -115,12 +128,11 @@ struct vd256 {
     }
     template <class B>
     static TESSERA_ALWAYS_INLINE vi q4(const B* b) {
-        const __m128i qv = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b[0].qs));
-        return _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(qv, 4), qv), _mm256_set1_epi8(0x0F));
+        return nibbles32<A>(b[0].qs);
     }
     template <class BX, class BY>
     static TESSERA_ALWAYS_INLINE vf scale1(const BX* x, const BY* y) {
-        return splat(h2f<A>(x[0].d) * h2f<A>(y[0].d));
+        return splat(xscale<A>(x[0]) * h2f<A>(y[0].d));
     }
     template <class BX, class BY>
     static TESSERA_ALWAYS_INLINE void scales2(const BX* x, const BY* y, vf& s0, vf& s1) {
@@ -130,9 +142,36 @@ struct vd256 {
     static TESSERA_ALWAYS_INLINE vi dot_s8s8(vi x, vi y) {
         return dpbusd256<A>(_mm256_setzero_si256(), _mm256_sign_epi8(x, x), _mm256_sign_epi8(y, x));
     }
-    static TESSERA_ALWAYS_INLINE vi dot_q4(vi q, vi y) {  // in i16 first: one widening for both products
-        const __m256i p16 = _mm256_sub_epi16(_mm256_maddubs_epi16(q, y), _mm256_maddubs_epi16(_mm256_set1_epi8(8), y));
+    static TESSERA_ALWAYS_INLINE vi dot_q4(vi q, vi y) { return dot_off<8>(q, y); }
+    // q - Off times y for unsigned q < 32: in i16 first (|pair sums| <= 2 * 31 * 128 and
+    // 2 * Off * 128, no saturation), one widening for both products
+    template <int Off>
+    static TESSERA_ALWAYS_INLINE vi dot_off(vi q, vi y) {
+        const __m256i p16 = _mm256_sub_epi16(_mm256_maddubs_epi16(q, y), _mm256_maddubs_epi16(_mm256_set1_epi8(Off), y));
         return _mm256_madd_epi16(p16, _mm256_set1_epi16(1));
+    }
+    // The other 32-element types (dot_x: the integer dot of one block in i32 lanes; vdot_32
+    // adds q4_1's / q5_1's m_x * s_y): q4_1 / q5_1 unsigned (<= 31) times y; q5_0 the
+    // 5-bit values minus 16; iq4_nl / mxfp4 their table values (vpshufb), signed x signed.
+    template <class B>
+    static TESSERA_ALWAYS_INLINE vi q5(const B* b) {
+        return _mm256_or_si256(nibbles32<A>(b[0].qs), fifth_bits32<A>(b[0].qh));
+    }
+    static TESSERA_ALWAYS_INLINE vi lut(const std::int8_t* table, vi idx) {
+        return _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(table))), idx);
+    }
+    static TESSERA_ALWAYS_INLINE vi dot_x(const q::block_q4_1* x, const q::block_q8_1* y) {
+        return dpbusd256<A>(_mm256_setzero_si256(), q4(x), load(y));
+    }
+    static TESSERA_ALWAYS_INLINE vi dot_x(const q::block_q5_1* x, const q::block_q8_1* y) {
+        return dpbusd256<A>(_mm256_setzero_si256(), q5(x), load(y));
+    }
+    static TESSERA_ALWAYS_INLINE vi dot_x(const q::block_q5_0* x, const q::block_q8_0* y) { return dot_off<16>(q5(x), load(y)); }
+    static TESSERA_ALWAYS_INLINE vi dot_x(const q::block_iq4_nl* x, const q::block_q8_0* y) {
+        return dot_s8s8(lut(tables<A>::iq4nl, q4(x)), load(y));
+    }
+    static TESSERA_ALWAYS_INLINE vi dot_x(const q::block_mxfp4* x, const q::block_q8_0* y) {
+        return dot_s8s8(lut(tables<A>::mxfp4, q4(x)), load(y));
     }
     // ---- K-quants: sub-blocks of 32 (q4_K) or 16 (q6_K) elements, i16 products
     static TESSERA_ALWAYS_INLINE vi zero() { return _mm256_setzero_si256(); }
@@ -176,6 +215,32 @@ struct vd256 {
         return _mm256_set_m128i(_mm_set1_epi16(sc[b + 1]), _mm_set1_epi16(sc[b]));
     }
     static TESSERA_ALWAYS_INLINE vi sub_shl5(vi v, __m256i c) { return _mm256_sub_epi32(v, _mm256_slli_epi32(c, 5)); }
+    static TESSERA_ALWAYS_INLINE vi sub_shl2(vi v, __m256i c) { return _mm256_sub_epi32(v, _mm256_slli_epi32(c, 2)); }
+    // q5_K: the fifth bits of the 64 elements of k4_nibbles(qs + 32 j): bit 2j (low nibbles)
+    // and 2j + 1 (high) of qh[l], added as 16
+    static TESSERA_ALWAYS_INLINE void k5_high(const std::uint8_t* qh, int j, vi q[2]) {
+        const __m256i hb = _mm256_srl_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(qh)), _mm_cvtsi32_si128(2 * j));
+        const __m256i k16 = _mm256_set1_epi8(0x10);  // bit 0 of each byte to bit 4, bit 1 to bit 4
+        q[0] = _mm256_or_si256(q[0], _mm256_and_si256(_mm256_slli_epi16(hb, 4), k16));
+        q[1] = _mm256_or_si256(q[1], _mm256_and_si256(_mm256_slli_epi16(hb, 3), k16));
+    }
+    // q2_K / q3_K: the 128 elements of half h as q6_values' four vectors (element
+    // 128 h + 32 k + l: bits 2k of qs[32 h + l]); q3_K adds 4 where its hmask bit 4h + k of
+    // byte l is set (0..7 = the value + 4). Shifts of 16-bit lanes by less than 8 keep
+    // each byte's bits in that byte before the masks.
+    static TESSERA_ALWAYS_INLINE void k16_values(const q::block_q2_K& b, int h, vi out[4]) {
+        const __m256i qv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs + 32 * h)), m3 = _mm256_set1_epi8(3);
+        for (int k = 0; k < 4; ++k) out[k] = _mm256_and_si256(_mm256_srl_epi16(qv, _mm_cvtsi32_si128(2 * k)), m3);
+    }
+    static TESSERA_ALWAYS_INLINE void k16_values(const q::block_q3_K& b, int h, vi out[4]) {
+        const __m256i qv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs + 32 * h)), m3 = _mm256_set1_epi8(3);
+        const __m256i hm = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.hmask)), k4 = _mm256_set1_epi8(4);
+        for (int k = 0; k < 4; ++k) {
+            const __m256i hb = _mm256_srl_epi16(hm, _mm_cvtsi32_si128(4 * h + k));  // the bit at bit 0 of its byte
+            out[k] = _mm256_or_si256(_mm256_and_si256(_mm256_srl_epi16(qv, _mm_cvtsi32_si128(2 * k)), m3),
+                                     _mm256_and_si256(_mm256_slli_epi16(hb, 2), k4));
+        }
+    }
 };
 template <class A>
 struct vd512 {
@@ -260,20 +325,25 @@ struct vd512 {
     }
 };
 
-// x (q8_0 or q4_0) . y (q8_0): two vectors of blocks per step into two accumulators; the
-// last block (AVX2) or the last one to three (AVX-512, through the AVX2 traits) after.
-template <class A, class V, class BX>
-float vdot_32(std::int64_t n, const BX* x, const q::block_q8_0* y) {
-    constexpr bool q4 = std::is_same_v<BX, q::block_q4_0>;
+// x . y for 32-element blocks (y: q8_0, or q8_1 for q4_1 / q5_1): two vectors of blocks per
+// step into two accumulators; the last block (AVX2) or the last one to three (AVX-512,
+// through the AVX2 traits) after. q8_0 and q4_0 run on both widths; q4_1, q5_0, q5_1,
+// iq4_nl and mxfp4 (V::dot_x) on vd256, their AVX-512 bodies being written for that width
+// below. q4_1's / q5_1's m_x * s_y terms are summed apart, in f32.
+template <class A, class V, class BX, class BY>
+float vdot_32(std::int64_t n, const BX* x, const BY* y) {
     constexpr int nbv = V::blocks;
     const auto step = [&](std::int64_t i, typename V::vf s, typename V::vf acc) {
-        if constexpr (q4)
+        if constexpr (std::is_same_v<BX, q::block_q4_0>)
             return V::fma(V::dot_q4(V::q4(x + i), V::load(y + i)), s, acc);
-        else
+        else if constexpr (std::is_same_v<BX, q::block_q8_0>)
             return V::fma(V::dot_s8s8(V::load(x + i), V::load(y + i)), s, acc);
+        else
+            return V::fma(V::dot_x(x + i, y + i), s, acc);
     };
     const std::int64_t nb = n / 32;
     typename V::vf acc0 = V::zerof(), acc1 = acc0;
+    float sm = 0.0f;  // q4_1 / q5_1: sum of m_x * s_y
     std::int64_t i = 0;
     for (; i + 2 * nbv <= nb; i += 2 * nbv) {
         typename V::vf s0, s1;
@@ -284,7 +354,11 @@ float vdot_32(std::int64_t n, const BX* x, const q::block_q8_0* y) {
     if constexpr (nbv == 1) {
         if (i < nb) acc0 = step(i, V::scale1(x + i, y + i), acc0), ++i;
     }
-    float s = V::hsum(V::add(acc0, acc1));
+    if constexpr (requires { x[0].m; }) {
+        static_assert(nbv == 1, "the AVX-512 q4_1 / q5_1 body is vdot_q41_51");
+        for (std::int64_t j = 0; j < nb; ++j) sm += h2f<A>(x[j].m) * h2f<A>(y[j].s);
+    }
+    float s = V::hsum(V::add(acc0, acc1)) + sm;
     if constexpr (nbv > 1) {
         if (i < nb) s += vdot_32<A, typename V::half>((nb - i) * 32, x + i, y + i);
     }
@@ -296,6 +370,26 @@ float vdot(std::int64_t n, const q::block_q8_0* x, const q::block_q8_0* y, simd:
 }
 template <class A>
 float vdot(std::int64_t n, const q::block_q4_0* x, const q::block_q8_0* y, simd::requires_arch<simd::avx2>) {
+    return vdot_32<A, vd256<A>>(n, x, y);
+}
+template <class A>
+float vdot(std::int64_t n, const q::block_q4_1* x, const q::block_q8_1* y, simd::requires_arch<simd::avx2>) {
+    return vdot_32<A, vd256<A>>(n, x, y);
+}
+template <class A>
+float vdot(std::int64_t n, const q::block_q5_1* x, const q::block_q8_1* y, simd::requires_arch<simd::avx2>) {
+    return vdot_32<A, vd256<A>>(n, x, y);
+}
+template <class A>
+float vdot(std::int64_t n, const q::block_q5_0* x, const q::block_q8_0* y, simd::requires_arch<simd::avx2>) {
+    return vdot_32<A, vd256<A>>(n, x, y);
+}
+template <class A>
+float vdot(std::int64_t n, const q::block_iq4_nl* x, const q::block_q8_0* y, simd::requires_arch<simd::avx2>) {
+    return vdot_32<A, vd256<A>>(n, x, y);
+}
+template <class A>
+float vdot(std::int64_t n, const q::block_mxfp4* x, const q::block_q8_0* y, simd::requires_arch<simd::avx2>) {
     return vdot_32<A, vd256<A>>(n, x, y);
 }
 template <class A>
@@ -311,9 +405,11 @@ float vdot(std::int64_t n, const q::block_q4_0* x, const q::block_q8_0* y, simd:
 // Per super-block: the i16 products of each vector of weights with its activations, times
 // their sub-block scales into i32 lanes (dpwssd), then one FMA by d * d_y. q4_K's mins
 // and q6_K's -32 offset go through the activations' sums (bsums), 16 per super-block.
-template <class A, class V>
-float vdot_q4K(std::int64_t n, const q::block_q4_K* x, const q::block_q8_K* y) {
+// q5_K (vd256: V::k5_high) is q4_K with a fifth bit.
+template <class A, class V, class BK>
+float vdot_q4K(std::int64_t n, const BK* x, const q::block_q8_K* y) {
     constexpr int parts = 64 / static_cast<int>(sizeof(typename V::vi));  // vectors per 64 elements
+    constexpr bool q5 = std::is_same_v<BK, q::block_q5_K>;
     typename V::vf acc = V::zerof();
     __m256 accm = _mm256_setzero_ps();
     for (std::int64_t i = 0; i < n / q::qk_k; ++i) {
@@ -326,6 +422,7 @@ float vdot_q4K(std::int64_t n, const q::block_q4_K* x, const q::block_q8_K* y) {
         for (int j = 0; j < 4; ++j) {
             typename V::vi q[parts], s[parts];
             V::k4_nibbles(x[i].qs + 32 * j, q);
+            if constexpr (q5) V::k5_high(x[i].qh, j, q);
             V::k4_scales(sc, j, s);
             for (int k = 0; k < parts; ++k)
                 sumi = V::dpwssd(sumi, V::maddubs(q[k], V::load_y(y[i].qs + 64 * j + static_cast<int>(sizeof(q[k])) * k)), s[k]);
@@ -335,25 +432,57 @@ float vdot_q4K(std::int64_t n, const q::block_q4_K* x, const q::block_q8_K* y) {
     }
     return V::hsum(acc) - hsum256<A>(accm);
 }
-template <class A, class V>
-float vdot_q6K(std::int64_t n, const q::block_q6_K* x, const q::block_q8_K* y) {
+// The K-quants with sixteen scales of 16 elements, element 128 h + 32 k + l of a half h
+// in vector k: q6_K (values + 32, the -32 through the bsums), and on vd256 (V::k16_values)
+// q3_K (values + 4, scales -32..31 from q3k_scales) and q2_K (values 0..3, scales the low
+// nibbles, the mins, high nibbles, times the bsums apart in f32, by dmin).
+template <class A, class V, class BK>
+float vdot_q6K(std::int64_t n, const BK* x, const q::block_q8_K* y) {
     constexpr int parts = 128 / static_cast<int>(sizeof(typename V::vi));  // vectors per half super-block
+    constexpr bool q6 = std::is_same_v<BK, q::block_q6_K>, q2 = std::is_same_v<BK, q::block_q2_K>;
     typename V::vf acc = V::zerof();
+    [[maybe_unused]] __m256 accm = _mm256_setzero_ps();  // q2_K
     for (std::int64_t i = 0; i < n / q::qk_k; ++i) {
-        const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x[i].scales)));
-        const __m256i corr = _mm256_madd_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[i].bsums)), sc16);
-        const auto sc = V::q6_prep(x[i].scales);
+        alignas(16) std::int8_t sc8[16];
+        const std::int8_t* scp = sc8;
+        const __m256i bs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[i].bsums));
+        __m256i corr;  // q6_K, q3_K: sum of bsums * scale, times the offset; q2_K: of bsums * min
+        if constexpr (q6) {
+            scp = x[i].scales;
+            corr = _mm256_madd_epi16(bs, _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x[i].scales))));
+        } else if constexpr (q2) {
+            const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(x[i].scales)), m4 = _mm_set1_epi8(0x0F);
+            _mm_store_si128(reinterpret_cast<__m128i*>(sc8), _mm_and_si128(raw, m4));
+            corr = _mm256_madd_epi16(bs, _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(raw, 4), m4)));
+        } else {
+            q3k_scales<A>(x[i].scales, sc8);
+            corr = _mm256_madd_epi16(bs, _mm256_cvtepi8_epi16(_mm_load_si128(reinterpret_cast<const __m128i*>(sc8))));
+        }
+        const auto sc = V::q6_prep(scp);
         typename V::vi sumi = V::zero();
         for (int h = 0; h < 2; ++h) {
             typename V::vi q[parts];
-            V::q6_values(x[i].ql + 64 * h, x[i].qh + 32 * h, q);
+            if constexpr (q6)
+                V::q6_values(x[i].ql + 64 * h, x[i].qh + 32 * h, q);
+            else
+                V::k16_values(x[i], h, q);
             for (int k = 0; k < parts; ++k)
                 sumi = V::dpwssd(sumi, V::maddubs(q[k], V::load_y(y[i].qs + 128 * h + static_cast<int>(sizeof(q[k])) * k)),
                                  V::q6_scale(sc, h, k));
         }
-        acc = V::fma(V::sub_shl5(sumi, corr), V::splat(y[i].d * h2f<A>(x[i].d)), acc);
+        if constexpr (q6) {
+            acc = V::fma(V::sub_shl5(sumi, corr), V::splat(y[i].d * h2f<A>(x[i].d)), acc);
+        } else if constexpr (q2) {
+            acc = V::fma(sumi, V::splat(y[i].d * h2f<A>(x[i].d)), acc);
+            accm = _mm256_fmadd_ps(_mm256_cvtepi32_ps(corr), _mm256_set1_ps(y[i].d * h2f<A>(x[i].dmin)), accm);
+        } else {
+            acc = V::fma(V::sub_shl2(sumi, corr), V::splat(y[i].d * h2f<A>(x[i].d)), acc);
+        }
     }
-    return V::hsum(acc);
+    if constexpr (q2)
+        return V::hsum(acc) - hsum256<A>(accm);
+    else
+        return V::hsum(acc);
 }
 template <class A>
 float vdot(std::int64_t n, const q::block_q4_K* x, const q::block_q8_K* y, simd::requires_arch<simd::avx2>) {
@@ -364,12 +493,111 @@ float vdot(std::int64_t n, const q::block_q6_K* x, const q::block_q8_K* y, simd:
     return vdot_q6K<A, vd256<A>>(n, x, y);
 }
 template <class A>
+float vdot(std::int64_t n, const q::block_q5_K* x, const q::block_q8_K* y, simd::requires_arch<simd::avx2>) {
+    return vdot_q4K<A, vd256<A>>(n, x, y);
+}
+template <class A>
+float vdot(std::int64_t n, const q::block_q3_K* x, const q::block_q8_K* y, simd::requires_arch<simd::avx2>) {
+    return vdot_q6K<A, vd256<A>>(n, x, y);
+}
+template <class A>
+float vdot(std::int64_t n, const q::block_q2_K* x, const q::block_q8_K* y, simd::requires_arch<simd::avx2>) {
+    return vdot_q6K<A, vd256<A>>(n, x, y);
+}
+template <class A>
 float vdot(std::int64_t n, const q::block_q4_K* x, const q::block_q8_K* y, simd::requires_arch<simd::avx512bw>) {
     return vdot_q4K<A, vd512<A>>(n, x, y);
 }
 template <class A>
 float vdot(std::int64_t n, const q::block_q6_K* x, const q::block_q8_K* y, simd::requires_arch<simd::avx512bw>) {
     return vdot_q6K<A, vd512<A>>(n, x, y);
+}
+
+// ---- iq4_xs, tq2_0 and tq1_0 on AVX2 -------------------------------------------------------
+// iq4_xs: per 32-element sub-block the table values (vpshufb) times y as |v| x sign(y, v)
+// (|v|, |y| <= 127: no saturation) in i16, times the sub-block's scale - 32 (vpmaddwd), in
+// i32 over the super-block; one FMA by d * d_y.
+template <class A>
+float vdot(std::int64_t n, const q::block_iq4_xs* x, const q::block_q8_K* y, simd::requires_arch<simd::avx2>) {
+    __m256 acc = _mm256_setzero_ps();
+    for (std::int64_t i = 0; i < n / q::qk_k; ++i) {
+        __m256i sumi = _mm256_setzero_si256();
+        for (int ib = 0; ib < 8; ++ib) {
+            const int ls = ((x[i].scales_l[ib / 2] >> (4 * (ib % 2))) & 0xF) | (((x[i].scales_h >> (2 * ib)) & 3) << 4);
+            const __m256i v = vd256<A>::lut(tables<A>::iq4nl, nibbles32<A>(x[i].qs + 16 * ib));
+            const __m256i yv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[i].qs + 32 * ib));
+            const __m256i p = _mm256_maddubs_epi16(_mm256_sign_epi8(v, v), _mm256_sign_epi8(yv, v));
+            sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p, _mm256_set1_epi16(static_cast<short>(ls - 32))));
+        }
+        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sumi), _mm256_set1_ps(y[i].d * h2f<A>(x[i].d)), acc);
+    }
+    return hsum256<A>(acc);
+}
+// tq2_0 and tq1_0: the trits t + 1 (0..2) times y (u8 x s8), minus the sum of y (the
+// bsums), whole in i32 per super-block; then the reference's f32 step, (sum - sumy) * d.
+template <class A>
+TESSERA_ALWAYS_INLINE int tq_sum_y(const q::block_q8_K& y) {
+    return hsum256_i32<A>(
+        _mm256_madd_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(y.bsums)), _mm256_set1_epi16(1)));
+}
+template <class A>
+float vdot(std::int64_t n, const q::block_tq2_0* x, const q::block_q8_K* y, simd::requires_arch<simd::avx2>) {
+    float sumf = 0.0f;
+    const __m256i m3 = _mm256_set1_epi8(3);
+    for (std::int64_t i = 0; i < n / q::qk_k; ++i) {
+        __m256i sumi = _mm256_setzero_si256();
+        for (int h = 0; h < 2; ++h) {  // element 128 h + 32 l + m: bits 2l of qs[32 h + m]
+            const __m256i qv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[i].qs + 32 * h));
+            for (int l = 0; l < 4; ++l)
+                sumi = dpbusd256<A>(sumi, _mm256_and_si256(_mm256_srl_epi16(qv, _mm_cvtsi32_si128(2 * l)), m3),
+                                    _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[i].qs + 128 * h + 32 * l)));
+        }
+        const int sum = hsum256_i32<A>(sumi);
+        sumf += static_cast<float>(sum - tq_sum_y<A>(y[i])) * (y[i].d * h2f<A>(x[i].d));
+    }
+    return sumf;
+}
+// Trit k (0 = most significant) of each byte b, ((b * 3^k mod 256) * 3) >> 8, with the
+// multiplier 3^k per 16-bit lane of p: each byte of a pair moved to the high byte of its
+// lane (the low byte zero), where vpmullw keeps the product mod 256 and vpmulhuw by 3 then
+// gives the trit.
+template <class A>
+TESSERA_ALWAYS_INLINE __m256i trits256(__m256i b, __m256i p) {
+    const __m256i three = _mm256_set1_epi16(3);
+    const __m256i ev = _mm256_mulhi_epu16(_mm256_mullo_epi16(_mm256_slli_epi16(b, 8), p), three);
+    const __m256i od = _mm256_mulhi_epu16(_mm256_mullo_epi16(_mm256_and_si256(b, _mm256_set1_epi16(static_cast<short>(0xFF00))), p), three);
+    return _mm256_or_si256(ev, _mm256_slli_epi16(od, 8));
+}
+// tq1_0 (quant/ternary.hpp): qs[0..31] hold elements m + 32k (k = 0..4), one vector per k;
+// qs[32..47] elements 160 + m + 16k, two k per vector (the 16 bytes in both halves); the
+// last vector is k = 4 of those (elements 224..239) and the four qh bytes, elements
+// 240 + j + 4k (k = 0..3), byte j + 4k of its high half.
+template <class A>
+float vdot(std::int64_t n, const q::block_tq1_0* x, const q::block_q8_K* y, simd::requires_arch<simd::avx2>) {
+    float sumf = 0.0f;
+    const auto yv = [&](std::int64_t i, int off) {
+        return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[i].qs + off));
+    };
+    const __m256i p01 = _mm256_setr_epi16(1, 1, 1, 1, 1, 1, 1, 1, 3, 3, 3, 3, 3, 3, 3, 3);
+    const __m256i p23 = _mm256_setr_epi16(9, 9, 9, 9, 9, 9, 9, 9, 27, 27, 27, 27, 27, 27, 27, 27);
+    const __m256i p4h = _mm256_setr_epi16(81, 81, 81, 81, 81, 81, 81, 81, 1, 1, 3, 3, 9, 9, 27, 27);
+    for (std::int64_t i = 0; i < n / q::qk_k; ++i) {
+        const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[i].qs));
+        const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(x[i].qs + 32));
+        std::uint32_t qh;
+        std::memcpy(&qh, x[i].qh, 4);
+        const __m256i bb = _mm256_broadcastsi128_si256(b);
+        const __m256i bh = _mm256_inserti128_si256(_mm256_castsi128_si256(b), _mm_set1_epi32(static_cast<int>(qh)), 1);
+        __m256i sumi = _mm256_setzero_si256();
+        for (int k = 0; k < 5; ++k)
+            sumi = dpbusd256<A>(sumi, trits256<A>(a, _mm256_set1_epi16(static_cast<short>(tables<A>::pow3[k]))), yv(i, 32 * k));
+        sumi = dpbusd256<A>(sumi, trits256<A>(bb, p01), yv(i, 160));
+        sumi = dpbusd256<A>(sumi, trits256<A>(bb, p23), yv(i, 192));
+        sumi = dpbusd256<A>(sumi, trits256<A>(bh, p4h), yv(i, 224));
+        const int sum = hsum256_i32<A>(sumi);
+        sumf += static_cast<float>(sum - tq_sum_y<A>(y[i])) * (h2f<A>(x[i].d) * y[i].d);
+    }
+    return sumf;
 }
 
 // (f16 has no 512-bit body: vcvtph2ps on zmm is slower here than two on ymm, so the
