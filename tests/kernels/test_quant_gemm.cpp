@@ -612,18 +612,19 @@ void check_lane_gemm() {
                     for (std::int64_t c = 0; c < n; ++c)
                         kernels::qgemm_pack_act<B>(k, yq.data() + c * (k / qp), yp + static_cast<std::size_t>(c) * ys);
                     // the definition in double
-                    std::vector<double> want(static_cast<std::size_t>(n * m)), mag(want.size());
+                    std::vector<double> want(static_cast<std::size_t>(n * m)), mag(want.size()), emag(want.size());
                     for (std::int64_t c = 0; c < n; ++c)
                         for (std::int64_t r = 0; r < m; ++r) {
-                            double s = 0, a = 0;
+                            double s = 0, a = 0, ea = 0;
                             const auto& lr = lanes[static_cast<std::size_t>(r)];
                             for (std::size_t j = 0; j < lr.size(); ++j) {
                                 const std::int64_t e0 = static_cast<std::int64_t>(j) * lane;
                                 const P& yb = yq[static_cast<std::size_t>(c * (k / qp) + e0 / qp)];
                                 const double dy = act_scale(yb);
-                                long dot = 0, ysum = 0;
+                                long dot = 0, ysum = 0, adot = 0;
                                 for (int e = 0; e < lane; ++e) {
                                     dot += static_cast<long>(lr[j].w[e]) * yb.qs[(e0 + e) % qp];
+                                    adot += std::labs(static_cast<long>(lr[j].w[e]) * yb.qs[(e0 + e) % qp]);
                                     ysum += yb.qs[(e0 + e) % qp];
                                 }
                                 double ys_term = dy * static_cast<double>(ysum);
@@ -631,9 +632,11 @@ void check_lane_gemm() {
                                 const double t1 = lr[j].scale * dy * static_cast<double>(dot), t2 = lr[j].min * ys_term;
                                 s += t1 + t2;
                                 a += std::fabs(t1) + std::fabs(t2);
+                                ea += std::fabs(lr[j].scale * dy) * static_cast<double>(adot) + std::fabs(t2);
                             }
                             want[static_cast<std::size_t>(c * m + r)] = s;
                             mag[static_cast<std::size_t>(c * m + r)] = a;
+                            emag[static_cast<std::size_t>(c * m + r)] = ea;
                         }
                     const double rel = unit ? 0.0 : 4.0 * static_cast<double>(k / lane + 16) * 0x1p-24;
                     for (simd::arch_id arch : simd::available_archs()) {
@@ -654,7 +657,9 @@ void check_lane_gemm() {
                                 const std::size_t i = static_cast<std::size_t>(c * m + r);
                                 const double got = out[static_cast<std::size_t>(c) * ldo + static_cast<std::size_t>(r)];
                                 if (!(std::fabs(got - want[i]) <= rel * mag[i])) ++bad;
-                                if (!(std::fabs(got - gv[static_cast<std::size_t>(r)]) <= 2 * rel * mag[i])) ++bad_gemv;
+                                // the gemv may sum a block's products in f32 lanes before the block
+                                // is whole (as ggml's AVX2 bodies do): bounded by the products' sizes
+                                if (!(std::fabs(got - gv[static_cast<std::size_t>(r)]) <= rel * (mag[i] + emag[i]))) ++bad_gemv;
                             }
                             for (std::size_t r = static_cast<std::size_t>(m); r < ldo; ++r)  // padding columns untouched
                                 if (out[static_cast<std::size_t>(c) * ldo + r] != -7.0f) ++bad;

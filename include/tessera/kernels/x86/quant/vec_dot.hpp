@@ -85,6 +85,22 @@ TESSERA_ALWAYS_INLINE __m128i k4_scales_mins(const std::uint8_t* s) {
     return _mm_loadu_si128(reinterpret_cast<const __m128i*>(u));
 }
 
+// q3_K's sixteen 6-bit scales minus 32 as bytes (q3k_scales in vectors): low nibbles of
+// bytes 0..7 then their high nibbles, and two bits of bytes 8..11 for each, in groups of
+// four (scale j: byte 8 + j % 4 shifted by 2 (j / 4)). Reads the 12 bytes only.
+template <class A>
+TESSERA_ALWAYS_INLINE __m128i q3k_scales128(const std::uint8_t* s) {
+    std::uint64_t lo8;
+    std::uint32_t hi4;
+    std::memcpy(&lo8, s, 8);
+    std::memcpy(&hi4, s + 8, 4);
+    const __m128i a = _mm_cvtsi64_si128(static_cast<long long>(lo8)), m4 = _mm_set1_epi8(0x0F);
+    const __m128i lo = _mm_and_si128(_mm_unpacklo_epi64(a, _mm_srli_epi16(a, 4)), m4);
+    const __m128i hi = _mm_and_si128(_mm_srlv_epi32(_mm_set1_epi32(static_cast<int>(hi4)), _mm_setr_epi32(0, 2, 4, 6)),
+                                     _mm_set1_epi8(3));
+    return _mm_sub_epi8(_mm_or_si128(lo, _mm_slli_epi16(hi, 4)), _mm_set1_epi8(32));
+}
+
 // The weight scale of a 32-element block as f32: d, or mxfp4's E8M0 exponent (halved, as
 // its doubled table wants).
 template <class A, class B>
@@ -181,12 +197,11 @@ struct vd256 {
     // q4_K: the 64 nibbles of 32 bytes (low nibbles: sub-block 2j, high: 2j + 1), and each
     // element's 6-bit scale as i16 (k4s: the scales and mins of k4_scales_mins)
     struct k4s {
-        alignas(16) std::uint8_t b[16];
+        __m256i w;  // the eight scales as i16, in both 128-bit lanes
     };
-    static TESSERA_ALWAYS_INLINE k4s k4_prep(__m128i sm) {
-        k4s r;
-        _mm_store_si128(reinterpret_cast<__m128i*>(r.b), sm);
-        return r;
+    static TESSERA_ALWAYS_INLINE k4s k4_prep(__m128i sm) { return {_mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(sm))}; }
+    static TESSERA_ALWAYS_INLINE __m256i pick16(int e) {  // vpshufb control: i16 element e in every element
+        return _mm256_set1_epi16(static_cast<short>((2 * e) | ((2 * e + 1) << 8)));
     }
     static TESSERA_ALWAYS_INLINE void k4_nibbles(const std::uint8_t* qs, vi out[2]) {
         const __m256i qv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs)), m4 = _mm256_set1_epi8(0x0F);
@@ -194,12 +209,19 @@ struct vd256 {
         out[1] = _mm256_and_si256(_mm256_srli_epi16(qv, 4), m4);
     }
     static TESSERA_ALWAYS_INLINE void k4_scales(const k4s& s, int j, vi out[2]) {
-        out[0] = _mm256_set1_epi16(s.b[2 * j]);
-        out[1] = _mm256_set1_epi16(s.b[2 * j + 1]);
+        out[0] = _mm256_shuffle_epi8(s.w, pick16(2 * j));
+        out[1] = _mm256_shuffle_epi8(s.w, pick16(2 * j + 1));
     }
     // q6_K: the 6-bit values of half h (128 elements, 32 per vector) and their i16 scales
-    using q6s = const std::int8_t*;
-    static TESSERA_ALWAYS_INLINE q6s q6_prep(const std::int8_t* scales) { return scales; }
+    // (q6s: the sixteen scales as i16, scales 8h..8h+7 in both 128-bit lanes of half[h], so
+    // that one vpshufb gives a vector's two scales)
+    struct q6s {
+        __m256i half[2];
+    };
+    static TESSERA_ALWAYS_INLINE q6s q6_prep(const std::int8_t* scales) {
+        const __m256i w = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales)));
+        return {{_mm256_permute2x128_si256(w, w, 0x00), _mm256_permute2x128_si256(w, w, 0x11)}};
+    }
     static TESSERA_ALWAYS_INLINE void q6_values(const std::uint8_t* ql, const std::uint8_t* qh, vi out[4]) {
         const __m256i m4 = _mm256_set1_epi8(0x0F), m30 = _mm256_set1_epi8(0x30);
         const __m256i l0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ql));
@@ -210,9 +232,9 @@ struct vd256 {
         out[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4), _mm256_and_si256(hh, m30));
         out[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4), _mm256_and_si256(_mm256_srli_epi16(hh, 2), m30));
     }
-    static TESSERA_ALWAYS_INLINE vi q6_scale(q6s sc, int h, int k) {  // vector k of half h: two scales of 16
-        const int b = 8 * h + 2 * k;
-        return _mm256_set_m128i(_mm_set1_epi16(sc[b + 1]), _mm_set1_epi16(sc[b]));
+    static TESSERA_ALWAYS_INLINE vi q6_scale(const q6s& sc, int h, int k) {  // vector k of half h: scales 8h + 2k, + 1
+        // i16 element 2k in the low lane, 2k + 1 in the high one
+        return _mm256_shuffle_epi8(sc.half[h], _mm256_permute2x128_si256(pick16(2 * k), pick16(2 * k + 1), 0x20));
     }
     static TESSERA_ALWAYS_INLINE vi sub_shl5(vi v, __m256i c) { return _mm256_sub_epi32(v, _mm256_slli_epi32(c, 5)); }
     static TESSERA_ALWAYS_INLINE vi sub_shl2(vi v, __m256i c) { return _mm256_sub_epi32(v, _mm256_slli_epi32(c, 2)); }
@@ -455,8 +477,9 @@ float vdot_q6K(std::int64_t n, const BK* x, const q::block_q8_K* y) {
             _mm_store_si128(reinterpret_cast<__m128i*>(sc8), _mm_and_si128(raw, m4));
             corr = _mm256_madd_epi16(bs, _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(raw, 4), m4)));
         } else {
-            q3k_scales<A>(x[i].scales, sc8);
-            corr = _mm256_madd_epi16(bs, _mm256_cvtepi8_epi16(_mm_load_si128(reinterpret_cast<const __m128i*>(sc8))));
+            const __m128i s3 = q3k_scales128<A>(x[i].scales);
+            _mm_store_si128(reinterpret_cast<__m128i*>(sc8), s3);
+            corr = _mm256_madd_epi16(bs, _mm256_cvtepi8_epi16(s3));
         }
         const auto sc = V::q6_prep(scp);
         typename V::vi sumi = V::zero();
@@ -533,16 +556,15 @@ float vdot(std::int64_t n, const q::block_iq4_xs* x, const q::block_q8_K* y, sim
     }
     return hsum256<A>(acc);
 }
-// tq2_0 and tq1_0: the trits t + 1 (0..2) times y (u8 x s8), minus the sum of y (the
-// bsums), whole in i32 per super-block; then the reference's f32 step, (sum - sumy) * d.
+// tq2_0 and tq1_0: the trits t + 1 (0..2) times y (u8 x s8), minus the sums of y (the
+// bsums), in i32 lanes per super-block; then one FMA by d * d_y.
 template <class A>
-TESSERA_ALWAYS_INLINE int tq_sum_y(const q::block_q8_K& y) {
-    return hsum256_i32<A>(
-        _mm256_madd_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(y.bsums)), _mm256_set1_epi16(1)));
+TESSERA_ALWAYS_INLINE __m256i tq_sum_y(const q::block_q8_K& y) {  // the sums of y in i32 lanes
+    return _mm256_madd_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(y.bsums)), _mm256_set1_epi16(1));
 }
 template <class A>
 float vdot(std::int64_t n, const q::block_tq2_0* x, const q::block_q8_K* y, simd::requires_arch<simd::avx2>) {
-    float sumf = 0.0f;
+    __m256 acc = _mm256_setzero_ps();
     const __m256i m3 = _mm256_set1_epi8(3);
     for (std::int64_t i = 0; i < n / q::qk_k; ++i) {
         __m256i sumi = _mm256_setzero_si256();
@@ -552,10 +574,10 @@ float vdot(std::int64_t n, const q::block_tq2_0* x, const q::block_q8_K* y, simd
                 sumi = dpbusd256<A>(sumi, _mm256_and_si256(_mm256_srl_epi16(qv, _mm_cvtsi32_si128(2 * l)), m3),
                                     _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[i].qs + 128 * h + 32 * l)));
         }
-        const int sum = hsum256_i32<A>(sumi);
-        sumf += static_cast<float>(sum - tq_sum_y<A>(y[i])) * (y[i].d * h2f<A>(x[i].d));
+        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(sumi, tq_sum_y<A>(y[i]))),
+                              _mm256_set1_ps(y[i].d * h2f<A>(x[i].d)), acc);
     }
-    return sumf;
+    return hsum256<A>(acc);
 }
 // Trit k (0 = most significant) of each byte b, ((b * 3^k mod 256) * 3) >> 8, with the
 // multiplier 3^k per 16-bit lane of p: each byte of a pair moved to the high byte of its
@@ -574,7 +596,7 @@ TESSERA_ALWAYS_INLINE __m256i trits256(__m256i b, __m256i p) {
 // 240 + j + 4k (k = 0..3), byte j + 4k of its high half.
 template <class A>
 float vdot(std::int64_t n, const q::block_tq1_0* x, const q::block_q8_K* y, simd::requires_arch<simd::avx2>) {
-    float sumf = 0.0f;
+    __m256 acc = _mm256_setzero_ps();
     const auto yv = [&](std::int64_t i, int off) {
         return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[i].qs + off));
     };
@@ -594,10 +616,10 @@ float vdot(std::int64_t n, const q::block_tq1_0* x, const q::block_q8_K* y, simd
         sumi = dpbusd256<A>(sumi, trits256<A>(bb, p01), yv(i, 160));
         sumi = dpbusd256<A>(sumi, trits256<A>(bb, p23), yv(i, 192));
         sumi = dpbusd256<A>(sumi, trits256<A>(bh, p4h), yv(i, 224));
-        const int sum = hsum256_i32<A>(sumi);
-        sumf += static_cast<float>(sum - tq_sum_y<A>(y[i])) * (h2f<A>(x[i].d) * y[i].d);
+        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(sumi, tq_sum_y<A>(y[i]))),
+                              _mm256_set1_ps(y[i].d * h2f<A>(x[i].d)), acc);
     }
-    return sumf;
+    return hsum256<A>(acc);
 }
 
 // (f16 has no 512-bit body: vcvtph2ps on zmm is slower here than two on ymm, so the
@@ -756,9 +778,7 @@ float vdot(std::int64_t n, const q::block_q3_K* x, const q::block_q8_K* y, simd:
     __m512 acc = _mm512_setzero_ps();
     const __m512i k4 = _mm512_set1_epi8(4);
     for (std::int64_t i = 0; i < n / q::qk_k; ++i) {
-        alignas(16) std::int8_t sc8[16];
-        q3k_scales<A>(x[i].scales, sc8);
-        const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_load_si128(reinterpret_cast<const __m128i*>(sc8)));
+        const __m256i sc16 = _mm256_cvtepi8_epi16(q3k_scales128<A>(x[i].scales));
         const __m256i bs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[i].bsums));
         const __m256i corr = _mm256_madd_epi16(bs, sc16);
         const __m512i scw = _mm512_castsi256_si512(sc16);
