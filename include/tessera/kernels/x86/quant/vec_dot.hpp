@@ -584,11 +584,19 @@ float vdot(std::int64_t n, const q::block_tq2_0* x, const q::block_q8_K* y, simd
 // lane (the low byte zero), where vpmullw keeps the product mod 256 and vpmulhuw by 3 then
 // gives the trit.
 template <class A>
-TESSERA_ALWAYS_INLINE __m256i trits256(__m256i b, __m256i p) {
+TESSERA_ALWAYS_INLINE __m256i trits_hi(__m256i ev, __m256i od) {  // the even / odd bytes' q in the high halves
     const __m256i three = _mm256_set1_epi16(3);
-    const __m256i ev = _mm256_mulhi_epu16(_mm256_mullo_epi16(_mm256_slli_epi16(b, 8), p), three);
-    const __m256i od = _mm256_mulhi_epu16(_mm256_mullo_epi16(_mm256_and_si256(b, _mm256_set1_epi16(static_cast<short>(0xFF00))), p), three);
-    return _mm256_or_si256(ev, _mm256_slli_epi16(od, 8));
+    return _mm256_or_si256(_mm256_mulhi_epu16(ev, three), _mm256_slli_epi16(_mm256_mulhi_epu16(od, three), 8));
+}
+template <class A>
+TESSERA_ALWAYS_INLINE __m256i even_hi(__m256i b) { return _mm256_slli_epi16(b, 8); }
+template <class A>
+TESSERA_ALWAYS_INLINE __m256i odd_hi(__m256i b) { return _mm256_and_si256(b, _mm256_set1_epi16(static_cast<short>(0xFF00))); }
+template <class A>
+TESSERA_ALWAYS_INLINE __m256i times9(__m256i v) { return _mm256_add_epi16(_mm256_slli_epi16(v, 3), v); }  // mod 2^16
+template <class A>
+TESSERA_ALWAYS_INLINE __m256i trits256(__m256i b, __m256i p) {
+    return trits_hi<A>(_mm256_mullo_epi16(even_hi<A>(b), p), _mm256_mullo_epi16(odd_hi<A>(b), p));
 }
 // tq1_0 (quant/ternary.hpp): qs[0..31] hold elements m + 32k (k = 0..4), one vector per k;
 // qs[32..47] elements 160 + m + 16k, two k per vector (the 16 bytes in both halves); the
@@ -601,7 +609,6 @@ float vdot(std::int64_t n, const q::block_tq1_0* x, const q::block_q8_K* y, simd
         return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[i].qs + off));
     };
     const __m256i p01 = _mm256_setr_epi16(1, 1, 1, 1, 1, 1, 1, 1, 3, 3, 3, 3, 3, 3, 3, 3);
-    const __m256i p23 = _mm256_setr_epi16(9, 9, 9, 9, 9, 9, 9, 9, 27, 27, 27, 27, 27, 27, 27, 27);
     const __m256i p4h = _mm256_setr_epi16(81, 81, 81, 81, 81, 81, 81, 81, 1, 1, 3, 3, 9, 9, 27, 27);
     for (std::int64_t i = 0; i < n / q::qk_k; ++i) {
         const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[i].qs));
@@ -611,10 +618,17 @@ float vdot(std::int64_t n, const q::block_tq1_0* x, const q::block_q8_K* y, simd
         const __m256i bb = _mm256_broadcastsi128_si256(b);
         const __m256i bh = _mm256_inserti128_si256(_mm256_castsi128_si256(b), _mm_set1_epi32(static_cast<int>(qh)), 1);
         __m256i sumi = _mm256_setzero_si256();
-        for (int k = 0; k < 5; ++k)
-            sumi = dpbusd256<A>(sumi, trits256<A>(a, _mm256_set1_epi16(static_cast<short>(tables<A>::pow3[k]))), yv(i, 32 * k));
-        sumi = dpbusd256<A>(sumi, trits256<A>(bb, p01), yv(i, 160));
-        sumi = dpbusd256<A>(sumi, trits256<A>(bb, p23), yv(i, 192));
+        // the five trits of qs[0..31] in turn: b * 3^(k+1) mod 256 from b * 3^k by two adds
+        // (the byte in the high half of its lane, the sums mod 2^16), each trit by vpmulhuw
+        __m256i ev = even_hi<A>(a), od = odd_hi<A>(a);
+        for (int k = 0; k < 5; ++k) {
+            sumi = dpbusd256<A>(sumi, trits_hi<A>(ev, od), yv(i, 32 * k));
+            ev = _mm256_add_epi16(ev, _mm256_add_epi16(ev, ev));
+            od = _mm256_add_epi16(od, _mm256_add_epi16(od, od));
+        }
+        const __m256i e01 = _mm256_mullo_epi16(even_hi<A>(bb), p01), o01 = _mm256_mullo_epi16(odd_hi<A>(bb), p01);
+        sumi = dpbusd256<A>(sumi, trits_hi<A>(e01, o01), yv(i, 160));
+        sumi = dpbusd256<A>(sumi, trits_hi<A>(times9<A>(e01), times9<A>(o01)), yv(i, 192));  // 9, 27 = 9 (1, 3)
         sumi = dpbusd256<A>(sumi, trits256<A>(bh, p4h), yv(i, 224));
         acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(sumi, tq_sum_y<A>(y[i]))),
                               _mm256_set1_ps(y[i].d * h2f<A>(x[i].d)), acc);
