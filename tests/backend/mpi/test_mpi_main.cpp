@@ -27,6 +27,7 @@ TEST_CASE("mpi np2: a graph computed on rank 1 equals the CPU, bit for bit") {
     mp::session& s = *g_session;
     codec_test::test_graph t = codec_test::make_llama_like();
     const std::vector<std::byte> ref = t.reference();
+    const auto stats0 = s.request(1, mp::msg_type::stats, {});  // other cases ran before (the counters are cumulative)
     {
         mp::wire_writer p;
         p.u64(mp::build_id());
@@ -43,7 +44,7 @@ TEST_CASE("mpi np2: a graph computed on rank 1 equals the CPU, bit for bit") {
     mp::wire_writer ap;
     ap.u64(t.buf.size());
     const std::uint64_t h = u64_at(s.request(1, mp::msg_type::buf_alloc, ap.data()), 0);
-    CHECK(h == 1);
+    CHECK(h >= 1);
     const std::byte* base = t.buf.base();
     const mp::locate_fn loc = [base, h](const tessera::graph::node& n) { return mp::location{h, static_cast<std::uint64_t>(n.data - base)}; };
     for (const bool bulk : {false, true}) {
@@ -79,8 +80,8 @@ TEST_CASE("mpi np2: a graph computed on rank 1 equals the CPU, bit for bit") {
     CHECK(st.message.find("run past the") != std::string::npos);
     CHECK(s.record_and_wait(1, stream, 6).ok);
     const auto stats = s.request(1, mp::msg_type::stats, {});
-    CHECK(u64_at(stats, 8) == 1);   // errors
-    CHECK(u64_at(stats, 32) == 2);  // graphs
+    CHECK(u64_at(stats, 8) - u64_at(stats0, 8) == 1);    // errors
+    CHECK(u64_at(stats, 32) - u64_at(stats0, 32) == 2);  // graphs
     // a synchronous command's error comes back in its reply, named by rank
     mp::wire_writer huge;
     huge.u64(UINT64_MAX);

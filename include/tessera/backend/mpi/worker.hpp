@@ -299,10 +299,20 @@ private:
                 return;
             }
             case msg_type::get: {
-                const std::size_t at = r.pos();
-                const region g = read_region(r, "src");
-                r.expect_end();
-                const std::byte* p = range(r, at, g, false, "src");
+                // A GET that fails still answers with an empty bulk message, so rank 0's
+                // receive ends at once (as a short receive) instead of waiting for bytes
+                // that will not come; the error itself comes with the next event or PING.
+                const std::byte* p = nullptr;
+                region g;
+                try {
+                    const std::size_t at = r.pos();
+                    g = read_region(r, "src");
+                    r.expect_end();
+                    p = range(r, at, g, false, "src");
+                } catch (const tessera::error&) {
+                    t_.send_bulk({});
+                    throw;
+                }
                 std::vector<std::byte> b(p, p + g.size);
                 stats_.bytes_out += g.size;
                 t_.send_bulk(std::move(b));
@@ -337,7 +347,13 @@ private:
                 const std::uint32_t dst = r.u32("dst rank");
                 const std::uint64_t xfer = r.u64("xfer");
                 r.expect_end();
-                const std::byte* p = range(r, at, g, false, "src");
+                const std::byte* p = nullptr;
+                try {
+                    p = range(r, at, g, false, "src");
+                } catch (const tessera::error&) {
+                    t_.peer_send(static_cast<int>(dst), xfer, {});  // the receiver's wait ends (short), as for GET
+                    throw;
+                }
                 stats_.bytes_out += g.size;
                 t_.peer_send(static_cast<int>(dst), xfer, std::vector<std::byte>(p, p + g.size));
                 return;
@@ -406,7 +422,33 @@ private:
                 sticky_.clear();
                 return;
             }
-            case msg_type::supports_op:
+            case msg_type::supports_op: {
+                // a one-node graph whose roots all say handle 1, offset 0: decoded against a
+                // table whose handle 1 has no memory (nothing is bound or computed), so every
+                // check of the decoder and the CPU's unsupported_reason answer
+                const std::size_t at = r.offset();
+                const std::uint64_t n = r.u64("graph size");
+                if (n != r.remaining())
+                    r.fail_here("graph size " + std::to_string(n) + " does not match the " + std::to_string(r.remaining()) + " bytes that follow");
+                const auto enc = r.bytes(static_cast<std::size_t>(n), "graph");
+                r.expect_end();
+                handle_table probe;
+                probe.add({nullptr, std::uint64_t{1} << 62, false, nullptr});
+                decode_options o;
+                o.what = what(h) + ": graph";
+                o.origin = at + 8;
+                o.unsupported = [](const graph::node& x) { return cpu::unsupported_reason(x); };
+                try {
+                    (void)decode_graph(enc, probe, o);
+                    out.u8(1);
+                    out.str("");
+                } catch (const tessera::error& e) {
+                    const std::string_view why = e.what();
+                    out.u8(0);
+                    out.str(why.substr(0, max_status_message));
+                }
+                return;
+            }
             case msg_type::buf_map_file:
                 fail(errc::unsupported, what(h) + ": not implemented by this worker yet");
             case msg_type::event_done:
