@@ -446,6 +446,7 @@ class mpi_buffer {
         std::uint64_t handle = 0;
         std::byte* base = nullptr;
         std::size_t size = 0;
+        bool read_only = false;  // a file the worker mapped (BUF_MAP_FILE)
         ~state() {
             if (handle)
                 if (mpi::session* s = mpi::session::current()) try {
@@ -473,7 +474,29 @@ public:
         mpi::wire_reader rd(rep, "BUF_ALLOC reply from rank " + std::to_string(rank));
         s_->handle = rd.u64("handle");
     }
+    // A buffer over a file region rank `rank` mapped itself (BUF_MAP_FILE): read-only.
+    mpi_buffer(int rank, const file_region& fr) : s_(std::make_shared<state>()) {
+        mpi::session& ss = mpi::session::require(rank);
+        s_->rank = rank;
+        s_->read_only = true;
+        if (fr.size > static_cast<std::uint64_t>(PTRDIFF_MAX)) fail(errc::invalid_argument, "MPI" + std::to_string(rank) + ": a file region of " + bytes_str(fr.size) + " is too large");
+        s_->size = static_cast<std::size_t>(fr.size);
+        if (s_->size) {
+            void* p = ::mmap(nullptr, s_->size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+            if (p == MAP_FAILED) fail(errc::out_of_memory, "MPI" + std::to_string(rank) + ": could not reserve " + bytes_str(s_->size) + " of address space");
+            s_->base = static_cast<std::byte*>(p);
+        }
+        mpi::wire_writer w;
+        w.str(fr.path);
+        w.u64(fr.offset);
+        w.u64(fr.size);
+        w.u64(fr.fingerprint);
+        const auto rep = ss.request(rank, mpi::msg_type::buf_map_file, w.data());
+        mpi::wire_reader rd(rep, "BUF_MAP_FILE reply from rank " + std::to_string(rank));
+        s_->handle = rd.u64("handle");
+    }
     std::string_view name() const { return mpi::detail::device_name(static_cast<std::size_t>(s_->rank - 1)); }
+    bool read_only() const noexcept { return s_->read_only; }
     std::byte* base() const noexcept { return s_->base; }
     std::size_t size() const noexcept { return s_->size; }
     int rank() const noexcept { return s_->rank; }
@@ -489,8 +512,15 @@ public:
     mpi::region region_of(const node& x, std::size_t off, std::size_t n) const {
         return {s_->handle, offset_of(x, off + n) + off, n};
     }
+    // The region of x, to be written: not in a mapped file.
+    mpi::region writable_region_of(const node& x, std::size_t off, std::size_t n) const {
+        if (s_->read_only)
+            fail(errc::invalid_argument, "MPI" + std::to_string(s_->rank) + " buffer: " + detail::tensor_desc(x) +
+                                             " is in a file the worker mapped (read-only)");
+        return region_of(x, off, n);
+    }
     void set_tensor(node& x, const void* p, std::size_t off, std::size_t n) {
-        if (n) mpi::session::require(s_->rank).send_set(s_->rank, 0, region_of(x, off, n), p);
+        if (n) mpi::session::require(s_->rank).send_set(s_->rank, 0, writable_region_of(x, off, n), p);
     }
     void get_tensor(const node& x, void* q, std::size_t off, std::size_t n) const {
         if (n) mpi::session::require(s_->rank).get_now(s_->rank, region_of(x, off, n), q);
@@ -498,7 +528,7 @@ public:
     void memset_tensor(node& x, std::uint8_t v, std::size_t off, std::size_t n) {
         if (!n) return;
         mpi::wire_writer w;
-        mpi::write_region(w, region_of(x, off, n));
+        mpi::write_region(w, writable_region_of(x, off, n));
         w.u8(v);
         (void)mpi::session::require(s_->rank).command(s_->rank, mpi::msg_type::memset, w.data());
     }
@@ -520,7 +550,7 @@ public:
     // this rank (0: device level). Nothing is waited for.
     void copy_from(mpi::session& ss, const mpi_buffer& sm, const node& src, node& dst, std::uint32_t stream) const {
         const std::size_t n = src.lay.nbytes();
-        const mpi::region from = sm.region_of(src, 0, n), to = region_of(dst, 0, n);
+        const mpi::region from = sm.region_of(src, 0, n), to = writable_region_of(dst, 0, n);
         mpi::wire_writer w;
         if (sm.rank() == s_->rank) {
             mpi::write_region(w, from);
@@ -541,7 +571,7 @@ public:
         (void)ss.command(s_->rank, mpi::msg_type::peer_recv, r.data(), stream);
     }
     void clear(std::uint8_t v) {
-        if (!s_->handle) return;
+        if (!s_->handle || s_->read_only) return;  // (a mapped file is never cleared)
         mpi::wire_writer w;
         w.u64(s_->handle);
         w.u8(v);
@@ -754,7 +784,7 @@ public:
         if (!n) return;
         backend::detail::check_io(x, off, n, "set_tensor_async");
         const mpi_buffer& b = on_this_rank(x, "set_tensor_async");
-        mpi::session::require(s_->rank()).send_set(s_->rank(), s_->id(), b.region_of(x, off, n), p);
+        mpi::session::require(s_->rank()).send_set(s_->rank(), s_->id(), b.writable_region_of(x, off, n), p);
     }
     // worker -> host: q is written by the next synchronize() of this stream (or of an event recorded after it)
     void get_tensor_async(const node& x, void* q, std::size_t off, std::size_t n) {
@@ -777,12 +807,16 @@ public:
             return true;
         }
         if (!is_host_memory(src)) return false;
-        ss.send_set(s_->rank(), s_->id(), d->region_of(dst, 0, n), src.bytes());
+        ss.send_set(s_->rank(), s_->id(), d->writable_region_of(dst, 0, n), src.bytes());
         return true;
     }
     void synchronize() { s_->synchronize(); }
+    // Copies into this stream from another MPI stream are ordered by the workers themselves
+    // (every rank runs rank 0's commands in order; PEER_RECV waits for its PEER_SEND).
+    bool ordered_copy_from(const any_backend& b) const noexcept { return as_mpi_of(b); }
 
 private:
+    static bool as_mpi_of(const any_backend& b) noexcept { return b && b.target<mpi_backend>() != nullptr; }
     const mpi_buffer& on_this_rank(const node& x, const char* use) const {
         const mpi_buffer* b = as_mpi_buffer(x);
         if (!b || b->rank() != s_->rank())
@@ -857,7 +891,7 @@ struct mpi_device_model {
     // memory of its own, like a GPU; emulated, so registry::best_device() never picks a remote rank
     device_type type() const noexcept { return device_type::gpu; }
     bool emulated() const noexcept { return true; }
-    device_caps caps() const noexcept { return {true, false, false, true}; }
+    device_caps caps() const noexcept { return {true, false, false, true, true}; }
     // params: the stream's thread count on the worker (the CPU device's convention)
     any_backend init_backend(std::string_view params) const { return any_backend(mpi_backend(rank(), params)); }
     any_buffer_type buffer_type() const { return mpi_buffer_type(index); }
@@ -876,6 +910,9 @@ struct mpi_device_model {
         return s->supports(rank(), enc);
     }
     bool supports_buft(const any_buffer_type& bt) const { return bt == mpi_buffer_type(index); }
+    // The worker maps the file itself (BUF_MAP_FILE): the same path must name the same
+    // file there (the fingerprint is checked); no byte of it travels.
+    any_buffer buffer_from_file(const file_region& r) const { return any_buffer(mpi_buffer(rank(), r), mpi_buffer_type(index)); }
     bool offload_op(const node&) const noexcept { return false; }
     any_event event_new() const { return any_event(mpi_event(rank())); }
 };

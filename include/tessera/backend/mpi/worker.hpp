@@ -41,6 +41,7 @@
 #include "tessera/backend/mpi/wire.hpp"
 #include "tessera/config.hpp"
 #include "tessera/core/error.hpp"
+#include "tessera/gguf/reader.hpp"
 
 TESSERA_BEGIN_NAMESPACE
 namespace backend::mpi {
@@ -449,8 +450,28 @@ private:
                 }
                 return;
             }
-            case msg_type::buf_map_file:
-                fail(errc::unsupported, what(h) + ": not implemented by this worker yet");
+            case msg_type::buf_map_file: {
+                // the worker maps the GGUF file itself (no weight byte travels): read-only
+                const std::string path(r.str("path", max_path_bytes));
+                const std::uint64_t off = r.u64("data_offset");
+                const std::uint64_t size = r.u64("data_size");
+                const std::uint64_t fp = r.u64("fingerprint");
+                r.expect_end();
+                if (path.empty() || path.find('\0') != std::string::npos) r.fail_at(0, "path: empty or with a NUL byte");
+                auto f = std::make_shared<gguf::file>(gguf::file::open(path));
+                const std::string where = "rank " + std::to_string(opt_.rank) + ": '" + path + "'";
+                if (!f->is_mapped()) fail(errc::io, where + " is not a mapped file");
+                if (f->data_offset() != off || f->data_section().size() != size)
+                    fail(errc::invalid_argument, where + " has its data section at " + std::to_string(f->data_offset()) + " (" +
+                                                     std::to_string(f->data_section().size()) + " bytes), rank 0's at " + std::to_string(off) +
+                                                     " (" + std::to_string(size) + " bytes): not the same file");
+                if (gguf::header_fingerprint(*f) != fp)
+                    fail(errc::invalid_argument, where + ": its header differs from rank 0's file (fingerprint 0x" +
+                                                     hex64(gguf::header_fingerprint(*f)) + ", expected 0x" + hex64(fp) + "): not the same file");
+                std::byte* base = const_cast<std::byte*>(f->data_section().data());
+                out.u64(handles_.add({base, size, true, std::move(f)}));
+                return;
+            }
             case msg_type::event_done:
                 fail(errc::format, what(h) + ": EVENT_DONE is a reply, not a command");
         }
