@@ -22,12 +22,16 @@
 #if defined(TESSERA_MPI) && TESSERA_MPI
 
 #include <mpi.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <deque>
 #include <memory>
 #include <mutex>
@@ -92,6 +96,7 @@ public:
             fail(errc::unsupported, "mpi::session: the MPI library does not provide MPI_THREAD_FUNNELED");
         }
         t_ = std::make_unique<mpi_transport>();
+        install_sigterm_line(rank());
         thread_ = std::this_thread::get_id();
         seq_.assign(static_cast<std::size_t>(t_->size()), 0);
         next_slot_.assign(static_cast<std::size_t>(t_->size()), first_device_event_slot);
@@ -130,8 +135,12 @@ public:
             } catch (...) {
             }
         }
+        // a worker that died or hangs: MPI_Finalize would wait for it forever, so the job ends
+        // with MPI_Abort (mpirun then ends every rank)
         bool ok = true;
-        if (is_root() && !shut_down_) {
+        for (int r = 1; r < size() && is_root(); ++r)
+            if (t_->lost(r)) ok = false;
+        if (is_root() && !shut_down_ && ok) {
             for (int r = 1; r < size(); ++r) try {
                     (void)request(r, msg_type::shutdown, {});
                 } catch (const std::exception& e) {
@@ -139,11 +148,11 @@ public:
                     ok = false;
                 }
         }
-        try {
-            t_->drain();
-        } catch (const std::exception&) {
-            ok = false;
-        }
+        if (ok) try {
+                t_->drain();
+            } catch (const std::exception&) {
+                ok = false;
+            }
         if (!ok) MPI_Abort(MPI_COMM_WORLD, 3);
         current_ptr() = nullptr;
         t_.reset();
@@ -163,6 +172,9 @@ public:
         worker_core w(*t_, o);
         std::vector<std::byte> msg;
         backoff b;
+        const test_hook die = test_hook::from_env("TESSERA_MPI_TEST_DIE"), stall = test_hook::from_env("TESSERA_MPI_TEST_STALL");
+        std::uint64_t graphs = 0;
+        auto next_check = std::chrono::steady_clock::now() + std::chrono::seconds(1);
         while (true) {
             t_->progress();
             bool got = false;
@@ -173,16 +185,49 @@ public:
                 continue;
             }
             if (!got) {
+                // idle has no deadline (rank 0 may wait for its user), but rank 0 must exist
+                if (const auto now = std::chrono::steady_clock::now(); now >= next_check) {
+                    next_check = now + std::chrono::seconds(1);
+                    if (t_->lost(0) || process_gone(t_->pid(0))) {
+                        std::fprintf(stderr, "tessera: MPI worker rank %d: %s is gone; exiting\n", rank(), t_->label(0).c_str());
+                        std::fflush(stderr);
+                        std::_Exit(1);  // (MPI_Finalize would wait for it)
+                    }
+                }
                 b.pause();
                 continue;
             }
             b = backoff{};
+            if (msg.size() >= 8 && (std::to_integer<unsigned>(msg[6]) | std::to_integer<unsigned>(msg[7]) << 8) ==
+                                       static_cast<unsigned>(msg_type::graph)) {
+                ++graphs;  // the test hooks (docs/distributed.md): die or hang at the n-th GRAPH
+                if (die.at(rank(), graphs)) ::raise(SIGKILL);
+                if (stall.at(rank(), graphs))
+                    while (true) std::this_thread::sleep_for(std::chrono::seconds(1));
+            }
             if (!w.handle(msg)) break;
         }
         shut_down_ = true;
         t_->drain();
         return 0;
     }
+
+    // Test-only hooks, read by workers from the environment: "r:n" = rank r, n-th GRAPH.
+    struct test_hook {
+        int rank = -1;
+        std::uint64_t n = 0;
+        static test_hook from_env(const char* name) {
+            test_hook h;
+            const char* e = std::getenv(name);
+            if (!e) return h;
+            int r = -1;
+            unsigned long long n = 0;
+            if (std::sscanf(e, "%d:%llu", &r, &n) == 2 && r > 0 && n > 0) h = {r, n};
+            else std::fprintf(stderr, "tessera: %s='%s' is not r:n (ignored)\n", name, e);
+            return h;
+        }
+        bool at(int r, std::uint64_t k) const noexcept { return rank == r && n == k; }
+    };
 
     // ---- rank 0: raw commands ----------------------------------------------------------------
     // Sends a command (asynchronous: no reply awaited); returns its sequence number.
@@ -276,10 +321,7 @@ public:
             int count = 0;
             check_mpi(MPI_Get_count(&st, MPI_BYTE, &count), "MPI_Get_count", b.rank);
             if (static_cast<std::size_t>(count) != b.sizes[i]) {
-                for (std::size_t j = i + 1; j < b.reqs.size(); ++j) {
-                    MPI_Cancel(&b.reqs[j]);
-                    MPI_Wait(&b.reqs[j], MPI_STATUS_IGNORE);
-                }
+                for (std::size_t j = i + 1; j < b.reqs.size(); ++j) cancel_request(b.reqs[j]);
                 b.reqs.clear();
                 return false;
             }
@@ -334,6 +376,21 @@ public:
     }
 
 private:
+    // mpirun ends every rank with SIGTERM when one ends abnormally: say so on stderr.
+    static void install_sigterm_line(int rank) {
+        static char line[160];
+        static std::size_t len = 0;
+        const int n = std::snprintf(line, sizeof line,
+                                    "tessera: rank %d stopped by the MPI launcher (another rank ended abnormally?)\n", rank);
+        len = n > 0 ? std::min(static_cast<std::size_t>(n), sizeof line - 1) : 0;
+        struct sigaction sa {};
+        sa.sa_handler = [](int) {
+            if (len) (void)!::write(2, line, len);
+            ::_exit(143);
+        };
+        sigemptyset(&sa.sa_mask);
+        ::sigaction(SIGTERM, &sa, nullptr);
+    }
     static session*& current_ptr() noexcept {
         static session* p = nullptr;
         return p;
@@ -373,11 +430,13 @@ private:
         check_thread();
         if (!is_root()) fail(errc::invalid_argument, "mpi::session: only rank 0 sends commands");
         if (r < 1 || r >= size()) fail(errc::invalid_argument, "mpi::session: rank " + std::to_string(r) + " is not a worker (1.." + std::to_string(size() - 1) + ")");
+        t_->check_lost(r);
     }
     // Waits for a message of (rank, tag) on ctrl, then receives it whole.
     std::vector<std::byte> recv_probed(int r, int tag, const std::string& what) {
         backoff b;
-        const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(mpi_timeout_seconds());
+        const auto end = mpi_deadline();
+        auto probe = std::chrono::steady_clock::now() + std::chrono::milliseconds(100);
         while (true) {
             int flag = 0;
             MPI_Message msg;
@@ -391,9 +450,7 @@ private:
                 return m;
             }
             t_->progress();
-            if (std::chrono::steady_clock::now() > end)
-                fail(errc::io, "MPI rank " + std::to_string(r) + ": no answer within " + std::to_string(static_cast<int>(mpi_timeout_seconds())) +
-                                   " s (TESSERA_MPI_TIMEOUT) while waiting for " + what);
+            t_->poll_peer(r, what, end, probe);
             b.pause();
         }
     }
@@ -630,9 +687,10 @@ public:
             try {
                 (void)complete();
             } catch (...) {
-                MPI_Cancel(&req_);
-                MPI_Request_free(&req_);
-                return;  // the slot stays taken: a late EVENT_DONE must not meet a new event
+                // (the wait cancelled it already, or the peer is lost) the slot stays taken:
+                // a late EVENT_DONE must not meet a new event; the buffer is kept for a late write
+                if (!cancel_request(req_)) (void)new std::vector<std::byte>(std::move(buf_));
+                return;
             }
         }
         s->release_slot(rank_, slot_);
@@ -656,7 +714,7 @@ public:
         if (!armed_) return {};
         session& s = session::require(rank_);
         MPI_Status st;
-        s.transport().wait(req_, rank_, "event " + std::to_string(slot_), &st);
+        s.transport().wait(req_, rank_, "event " + std::to_string(slot_), &st);  // (on failure it cancels req_)
         armed_ = false;
         int count = 0;
         check_mpi(MPI_Get_count(&st, MPI_BYTE, &count), "MPI_Get_count", rank_);
@@ -698,6 +756,9 @@ public:
         try {
             synchronize();
         } catch (...) {
+            for (bulk_receive& b : gets_)
+                for (MPI_Request& r : b.reqs) cancel_request(r);  // (their memory may go away now)
+            gets_.clear();
         }
         sync_.reset();
         try {

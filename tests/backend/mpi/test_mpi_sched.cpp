@@ -165,3 +165,24 @@ TEST_CASE("mpi np3: attention on MPI1, feed-forward on MPI2: worker-to-worker co
     }
 }
 }
+
+// check_mpi_death.py runs this one with TESSERA_MPI_TEST_DIE / TESSERA_MPI_TEST_STALL: a
+// worker dies or hangs at its n-th graph, and the job must end with a clear message.
+TEST_CASE("mpi: a long pipeline over every worker stays bit-equal to the CPU alone") {
+    const mp::session& ss = *mp::session::current();
+    const blocktest::dims d;
+    std::vector<std::pair<std::set<std::string>, any_buffer_type>> where{{attention, mpi_buffer_type(0)}};
+    if (ss.size() >= 3) where.push_back({ffn, mpi_buffer_type(1)});
+    multi_placed p = place(d, where);
+    std::vector<any_backend> streams;
+    for (int r = 1; r < std::min(ss.size(), 3); ++r) streams.push_back(mpi_init(static_cast<std::size_t>(r - 1), "1"));
+    streams.push_back(cpu_init(1));
+    scheduler s(streams, {}, 2);
+    s.alloc_graph(p.b.g);
+    const std::vector<float> want = cpu_alone(d, 0);
+    for (int i = 0; i < 12; ++i) {
+        blocktest::set_inputs(p.b, 0);
+        s.graph_compute(p.b.g);
+        CHECK(bit_equal(tensor_to_f32(*p.b.out.get()), want));
+    }
+}

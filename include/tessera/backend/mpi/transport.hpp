@@ -10,7 +10,12 @@
 #if defined(TESSERA_MPI) && TESSERA_MPI
 
 #include <mpi.h>
+#include <signal.h>
 #include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
 
 #include <algorithm>
 #include <chrono>
@@ -58,6 +63,12 @@ inline double mpi_timeout_seconds() {
     return t;
 }
 
+// TESSERA_MPI_TIMEOUT seconds from now.
+inline std::chrono::steady_clock::time_point mpi_deadline() {
+    return std::chrono::steady_clock::now() +
+           std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(mpi_timeout_seconds()));
+}
+
 // Yields, then sleeps from 50 us doubling to 1 ms.
 class backoff {
 public:
@@ -76,6 +87,42 @@ private:
     int sleep_us_ = 50;
 };
 
+// Cancels a pending request and completes it (waits at most 100 ms for that; a request
+// still running then is freed, and true is returned only when it completed). Leaves r null.
+inline bool cancel_request(MPI_Request& r) noexcept {
+    if (r == MPI_REQUEST_NULL) return true;
+    MPI_Cancel(&r);
+    const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(100);
+    while (std::chrono::steady_clock::now() < end) {
+        int done = 0;
+        if (MPI_Test(&r, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS) break;
+        if (done) {
+            r = MPI_REQUEST_NULL;
+            return true;
+        }
+        std::this_thread::yield();
+    }
+    MPI_Request_free(&r);
+    r = MPI_REQUEST_NULL;
+    return false;
+}
+
+// Is process pid (on this host) gone: no such process, or a zombie not yet reaped?
+inline bool process_gone(long pid) noexcept {
+    if (pid <= 0) return false;
+    if (::kill(static_cast<pid_t>(pid), 0) != 0) return errno == ESRCH;
+    char path[64];
+    std::snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+    std::FILE* f = std::fopen(path, "r");
+    if (!f) return false;
+    char buf[512] = {};
+    const std::size_t n = std::fread(buf, 1, sizeof buf - 1, f);
+    std::fclose(f);
+    const std::string_view s(buf, n);
+    const std::size_t close = s.rfind(')');  // "pid (comm) S ..."
+    return close != std::string_view::npos && close + 2 < s.size() && (s[close + 2] == 'Z' || s[close + 2] == 'X');
+}
+
 class mpi_transport final : public transport {
 public:
     mpi_transport() {
@@ -86,6 +133,17 @@ public:
         check_mpi(MPI_Comm_set_errhandler(data_, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler", -1);
         check_mpi(MPI_Comm_rank(ctrl_, &rank_), "MPI_Comm_rank", -1);
         check_mpi(MPI_Comm_size(ctrl_, &size_), "MPI_Comm_size", -1);
+        // every rank's pid and host (a hash of its name): for the liveness probes
+        char host[256] = {};
+        if (::gethostname(host, sizeof host - 1) != 0) host[0] = '?';
+        const std::uint64_t mine[2] = {static_cast<std::uint64_t>(::getpid()), fnv1a64(std::string_view(host))};
+        std::vector<std::uint64_t> all(2 * static_cast<std::size_t>(size_));
+        check_mpi(MPI_Allgather(mine, 2, MPI_UINT64_T, all.data(), 2, MPI_UINT64_T, ctrl_), "MPI_Allgather", -1);
+        for (int r = 0; r < size_; ++r) {
+            pids_.push_back(static_cast<long>(all[2 * static_cast<std::size_t>(r)]));
+            same_host_.push_back(all[2 * static_cast<std::size_t>(r) + 1] == mine[1]);
+        }
+        lost_.resize(static_cast<std::size_t>(size_));
     }
     mpi_transport(const mpi_transport&) = delete;
     mpi_transport& operator=(const mpi_transport&) = delete;
@@ -101,6 +159,33 @@ public:
 
     int rank() const noexcept { return rank_; }
     int size() const noexcept { return size_; }
+    long pid(int r) const { return pids_.at(static_cast<std::size_t>(r)); }
+
+    // How errors name a peer: "MPI1 (rank 1, pid 4242)" on rank 0, "rank 0 (pid 4242)" on a worker.
+    std::string label(int r) const {
+        const std::string pid = r >= 0 && r < size_ ? std::to_string(pids_[static_cast<std::size_t>(r)]) : "?";
+        if (rank_ == 0 && r > 0) return "MPI" + std::to_string(r) + " (rank " + std::to_string(r) + ", pid " + pid + ")";
+        return "rank " + std::to_string(r) + " (pid " + pid + ")";
+    }
+    // A peer that died or did not answer in time: every later use fails at once with the same text.
+    bool lost(int r) const noexcept { return r >= 0 && r < size_ && !lost_[static_cast<std::size_t>(r)].empty(); }
+    void check_lost(int r) const {
+        if (lost(r)) fail(errc::io, lost_[static_cast<std::size_t>(r)]);
+    }
+    // Between polls of a wait for peer r: fails (and marks r lost) when r's process is gone
+    // (probed every 100 ms, for a peer on this host) or the deadline has passed.
+    void poll_peer(int r, std::string_view what, std::chrono::steady_clock::time_point deadline,
+                   std::chrono::steady_clock::time_point& next_probe) {
+        const auto now = std::chrono::steady_clock::now();
+        if (r >= 0 && r < size_ && now >= next_probe) {
+            next_probe = now + std::chrono::milliseconds(100);
+            if (same_host_[static_cast<std::size_t>(r)] && process_gone(pids_[static_cast<std::size_t>(r)]))
+                mark_lost(r, label(r) + ": the process is gone while waiting for " + std::string(what) + "; the job cannot go on");
+        }
+        if (now > deadline)
+            mark_lost(r, label(r) + ": no answer within " + std::to_string(static_cast<int>(mpi_timeout_seconds())) +
+                             " s (TESSERA_MPI_TIMEOUT) while waiting for " + std::string(what));
+    }
     MPI_Comm ctrl() const noexcept { return ctrl_; }
     MPI_Comm data() const noexcept { return data_; }
 
@@ -167,17 +252,19 @@ public:
     // sends meanwhile, so two ranks waiting on each other's large messages both move on.
     void wait(MPI_Request& req, int peer, std::string_view what, MPI_Status* st = MPI_STATUS_IGNORE) {
         backoff b;
-        const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(mpi_timeout_seconds());
+        const auto end = mpi_deadline();
+        auto probe = std::chrono::steady_clock::now() + std::chrono::milliseconds(100);
+        check_lost(peer);
         while (true) {
             int done = 0;
             check_mpi(MPI_Test(&req, &done, st), "MPI_Test", peer);
             if (done) return;
             progress();
-            if (std::chrono::steady_clock::now() > end) {
-                MPI_Cancel(&req);
-                fail(errc::io, "MPI rank " + std::to_string(peer) + ": no answer within " +
-                                   std::to_string(static_cast<int>(mpi_timeout_seconds())) + " s (TESSERA_MPI_TIMEOUT) while waiting for " +
-                                   std::string(what));
+            try {
+                poll_peer(peer, what, end, probe);
+            } catch (...) {
+                cancel_request(req);
+                throw;
             }
             b.pause();
         }
@@ -229,6 +316,10 @@ private:
         std::vector<std::byte> bytes;
         int peer = -1;
     };
+    [[noreturn]] void mark_lost(int r, std::string msg) {
+        if (r >= 0 && r < size_ && lost_[static_cast<std::size_t>(r)].empty()) lost_[static_cast<std::size_t>(r)] = msg;
+        fail(errc::io, msg);
+    }
     void check_peer(int r) const {
         if (r <= 0 || r >= size_ || r == rank_)
             fail(errc::invalid_argument, "rank " + std::to_string(r) + " is not another worker (ranks 1.." + std::to_string(size_ - 1) + ")");
@@ -237,6 +328,9 @@ private:
     MPI_Comm ctrl_ = MPI_COMM_NULL, data_ = MPI_COMM_NULL;
     int rank_ = 0, size_ = 1;
     std::deque<send> pending_;
+    std::vector<long> pids_;
+    std::vector<bool> same_host_;
+    std::vector<std::string> lost_;
 };
 
 }  // namespace backend::mpi
