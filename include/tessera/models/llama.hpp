@@ -428,7 +428,8 @@ private:
         } else {
             for (std::size_t d = 0; d < s.devs.size(); ++d) {
                 const placed& p = s.devs[d];
-                s.device_label += (d ? " " : "") + std::string(p.dev.name()) + "[" + std::to_string(p.first) + "-" + std::to_string(p.end - 1) + "]";
+                s.device_label += (d ? " " : "") + std::string(p.dev.name()) + "[" +
+                                  (p.end > p.first ? std::to_string(p.first) + "-" + std::to_string(p.end - 1) : std::string()) + "]";
             }
             s.device_label += "+out";
         }
