@@ -122,6 +122,7 @@ inline bool check_one(const std::uint8_t* data, std::size_t size) {
     wo.max_alloc = 1 << 20;
     wo.max_threads = 2;
     wo.max_graph_bytes = 1 << 20;
+    wo.map_files = false;  // (a fuzzed path must not open the host's files)
     mp::worker_core w(t, wo);
     bool all_ok = true;
     while (!in.empty()) {

@@ -85,6 +85,10 @@ inline std::vector<seed> make_seeds() {
         p.u64(one.size());
         p.bytes(one);
         cmd(mp::msg_type::graph, p, 1);
+        mp::wire_writer q;  // the same node asked as SUPPORTS_OP (decoded against a memoryless table)
+        q.u64(one.size());
+        q.bytes(one);
+        cmd(mp::msg_type::supports_op, q);
     }
     const auto whole = mp::encode_graph(t.g, at_handle1);
     {

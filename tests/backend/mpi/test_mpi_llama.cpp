@@ -122,6 +122,7 @@ TEST_CASE("mpi: buffer_from_file maps the file on the worker: its bytes, read-on
     CHECK_THROWS_WITH_AS(d.buffer_from_file({f.path, g.data_offset() + 32, data.size() - 32, gguf::header_fingerprint(g)}),
                          doctest::Contains("): not the same file"), tessera::error);
     CHECK_THROWS_WITH_AS(d.buffer_from_file({"/nonexistent/model.gguf", 0, 0, 0}),
-                         "MPI rank 1: gguf file '/nonexistent/model.gguf': cannot open: No such file or directory", tessera::error);
+                         "MPI rank 1: '/nonexistent/model.gguf' is not a regular file: No such file or directory", tessera::error);
+    CHECK_THROWS_WITH_AS(d.buffer_from_file({"/dev/null", 0, 0, 0}), "MPI rank 1: '/dev/null' is not a regular file", tessera::error);
     CHECK_THROWS_WITH_AS(cpu_device().buffer_from_file({f.path, 0, 0, 0}), "device CPU cannot map a file", tessera::error);
 }

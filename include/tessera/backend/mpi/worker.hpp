@@ -21,6 +21,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <new>
@@ -81,6 +82,7 @@ struct worker_options {
     std::size_t max_alloc = static_cast<std::size_t>(PTRDIFF_MAX);  // the largest BUF_ALLOC (the fuzzer lowers it)
     int max_threads = 512;                                         // the largest STREAM_NEW thread count
     std::size_t max_graph_bytes = max_command_bytes;                // the largest graph encoding
+    bool map_files = true;                                         // BUF_MAP_FILE allowed (the fuzzer turns it off)
     int rank = 1;                                                  // this worker's rank (for messages)
 };
 
@@ -458,8 +460,12 @@ private:
                 const std::uint64_t fp = r.u64("fingerprint");
                 r.expect_end();
                 if (path.empty() || path.find('\0') != std::string::npos) r.fail_at(0, "path: empty or with a NUL byte");
+                const std::string where = "'" + path + "'";
+                if (!opt_.map_files) fail(errc::unsupported, where + ": this worker maps no files");
+                // (opening a FIFO or a device would block or read forever: regular files only)
+                std::error_code ec;
+                if (!std::filesystem::is_regular_file(path, ec)) fail(errc::io, where + " is not a regular file" + (ec ? ": " + ec.message() : std::string()));
                 auto f = std::make_shared<gguf::file>(gguf::file::open(path));
-                const std::string where = "rank " + std::to_string(opt_.rank) + ": '" + path + "'";
                 if (!f->is_mapped()) fail(errc::io, where + " is not a mapped file");
                 if (f->data_offset() != off || f->data_section().size() != size)
                     fail(errc::invalid_argument, where + " has its data section at " + std::to_string(f->data_offset()) + " (" +
