@@ -7,6 +7,7 @@
 //   generate                                                  no model: a random-weight demo
 //   generate -m model.gguf --device vulkan                    on the first Vulkan device
 //   generate -m chat.gguf -cnv -sys "Be brief." -p "Hi" -i     a chat with the file's template
+//   mpirun -np 3 generate -m model.gguf --mpi -t 1             layers on rank 0's CPU, rank 1, rank 2
 //
 // stdout gets the prompt and then each generated piece as it comes (nothing else; the
 // lines read in -i mode are not echoed); stderr gets the model summary and the prompt
@@ -30,6 +31,7 @@
 #include <vector>
 
 #include "../common/cli.hpp"
+#include "tessera/backend/mpi.hpp"     // --mpi (built with TESSERA_MPI)
 #include "tessera/backend/vulkan.hpp"  // --device vulkan (registry::global() lists the devices a program includes)
 #include "tessera/text/chat_template_gguf.hpp"
 #include "tessera/models/llama.hpp"
@@ -90,6 +92,11 @@ constexpr const char* usage_text =
     "                       the first GPU that is not a software driver, else the CPU; ops\n"
     "                       the device does not compute run on the CPU\n"
     "  --n-copies N         the scheduler's pipeline copy sets, 1..4 (default 1)\n"
+    "  --mpi                under mpirun -np N (N >= 2): the layers split across rank 0's CPU\n"
+    "                       and ranks 1..N-1 (devices MPI1..), each rank mapping the model\n"
+    "                       file itself; the output runs on the last rank\n"
+    "  --split-layers A,B,..  with --mpi: layers per rank (summing to the layer count;\n"
+    "                       default: even, earlier ranks take the remainder)\n"
     "  --random-type TYPE   weight type of the random demo model (default q8_0)\n"
     "  --random-out PATH    keep the random demo model's GGUF file at PATH\n"
     "  -h, --help           this text\n"
@@ -108,6 +115,8 @@ struct args {
     bool flash_attn = true;
     std::string device = "best";
     int n_copies = 1;
+    bool mpi = false;
+    std::vector<int> split_layers;
 };
 
 using cli::to_int;
@@ -276,6 +285,18 @@ args parse(int argc, char** argv, bool& help) {
             a.device = value();
         } else if (o == "--n-copies") {
             a.n_copies = static_cast<int>(to_int(o, value(), 1, 4));
+        } else if (o == "--mpi") {
+            a.mpi = true;
+        } else if (o == "--split-layers") {
+            const std::string v = value();
+            a.split_layers.clear();
+            std::size_t at = 0;
+            while (true) {
+                const std::size_t comma = v.find(',', at);
+                a.split_layers.push_back(static_cast<int>(to_int(o, v.substr(at, comma == std::string::npos ? std::string::npos : comma - at), 0, 1 << 20)));
+                if (comma == std::string::npos) break;
+                at = comma + 1;
+            }
         } else if (o == "--random-type") {
             const std::string v = value();
             const auto t = type_from_name(v);
@@ -292,6 +313,7 @@ args parse(int argc, char** argv, bool& help) {
             throw usage_error("unexpected argument '" + std::string(o) + "' (the model goes after -m)");
         }
     }
+    if (!a.split_layers.empty() && !a.mpi) throw usage_error("--split-layers needs --mpi");
     if (escape) {
         a.prompt = process_escapes(a.prompt);
         for (auto& r : a.reverse) r = process_escapes(r);
@@ -448,6 +470,17 @@ int run(const args& a, cli::state& st) {
             path = write_random_model(a, cleanup);
         }
         st.file = path;
+        std::vector<std::string> pipeline;  // --mpi: CPU, MPI1, ..
+        if (a.mpi) {
+#if defined(TESSERA_MPI) && TESSERA_MPI
+            const backend::mpi::session* s = backend::mpi::session::current();
+            if (!s || s->size() < 2) throw usage_error("--mpi needs mpirun -np N with N >= 2");
+            pipeline.push_back("CPU");
+            for (int r = 1; r < s->size(); ++r) pipeline.push_back("MPI" + std::to_string(r));
+#else
+            throw usage_error("--mpi: built without MPI (meson -Dmpi=enabled, Debian libopenmpi-dev)");
+#endif
+        }
         auto progress = std::make_shared<load_reporter>();
         models::llama_model m = models::llama_model::load(
             path, {.n_threads = a.threads,
@@ -457,6 +490,8 @@ int run(const args& a, cli::state& st) {
                    .flash_attn = a.flash_attn,
                    .device = a.device,
                    .n_copies = a.n_copies,
+                   .pipeline = pipeline,
+                   .layer_split = a.split_layers,
                    .progress = a.quiet ? std::function<void(const models::load_progress&)>()
                                        : [progress](const models::load_progress& p) { (*progress)(p); }});
         if (!a.quiet) progress->line(progress->seen, "loaded");
@@ -597,6 +632,22 @@ int run(const args& a, cli::state& st) {
 }  // namespace
 
 int main(int argc, char** argv) {
+#if defined(TESSERA_MPI) && TESSERA_MPI
+    // --mpi: every rank starts the session (mpirun gives them the same argv); the workers
+    // run rank 0's commands until it is done, rank 0 generates
+    std::unique_ptr<backend::mpi::session> mpi_session;
+    for (int i = 1; i < argc; ++i)
+        if (std::string_view(argv[i]) == "--mpi") {
+            try {
+                mpi_session = std::make_unique<backend::mpi::session>(argc, argv);
+            } catch (const std::exception& e) {
+                std::fprintf(stderr, "generate: --mpi: %s\n", e.what());
+                return 1;
+            }
+            if (!mpi_session->is_root()) return mpi_session->serve();
+            break;
+        }
+#endif
     return cli::run("generate", "try a smaller context (-c), a quantized model or fewer threads (-t)", [&](cli::state& st) {
         bool help = false;
         const args a = parse(argc, argv, help);

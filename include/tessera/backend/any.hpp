@@ -387,6 +387,7 @@ class any_backend {
         virtual void set_tensor_async(node& x, const void* p, std::size_t off, std::size_t n) = 0;
         virtual void get_tensor_async(const node& x, void* q, std::size_t off, std::size_t n) = 0;
         virtual bool cpy_tensor_async(const node& src, node& dst) = 0;
+        virtual bool ordered_copy_from(const any_backend& b) const = 0;
         virtual void synchronize() = 0;
         virtual graph_plan graph_plan_create(graph_view g) = 0;
         virtual void graph_plan_compute(graph_plan& p) = 0;
@@ -415,6 +416,10 @@ class any_backend {
         bool cpy_tensor_async(const node& src, node& dst) override {
             if constexpr (requires { { s.cpy_tensor_async(src, dst) } -> std::convertible_to<bool>; })
                 return s.cpy_tensor_async(src, dst);
+            else return false;
+        }
+        bool ordered_copy_from(const any_backend& b) const override {
+            if constexpr (requires { { s.ordered_copy_from(b) } -> std::convertible_to<bool>; }) return s.ordered_copy_from(b);
             else return false;
         }
         void synchronize() override {
@@ -447,6 +452,8 @@ public:
     void set_tensor_async(node& x, const void* p, std::size_t off, std::size_t n) const { get().set_tensor_async(x, p, off, n); }
     void get_tensor_async(const node& x, void* q, std::size_t off, std::size_t n) const { get().get_tensor_async(x, q, off, n); }
     bool cpy_tensor_async(const node& src, node& dst) const { return get().cpy_tensor_async(src, dst); }
+    // Is a cpy_tensor_async from a tensor b computes ordered after b's queued work without a host wait?
+    bool ordered_copy_from(const any_backend& b) const { return get().ordered_copy_from(b); }
     void synchronize() const { get().synchronize(); }
     graph_plan graph_plan_create(graph_view g) const { return get().graph_plan_create(g); }
     void graph_plan_compute(graph_plan& p) const { get().graph_plan_compute(p); }
@@ -480,6 +487,7 @@ class any_device {
         virtual any_buffer_type buffer_type() = 0;
         virtual any_buffer_type host_buffer_type() = 0;
         virtual any_buffer buffer_from_host_ptr(void* p, std::size_t n, std::size_t max_tensor) = 0;
+        virtual any_buffer buffer_from_file(const file_region& r) = 0;
         virtual bool supports_op(const node& x) const = 0;
         virtual bool supports_buft(const any_buffer_type& bt) const = 0;
         virtual bool offload_op(const node& x) const = 0;
@@ -506,6 +514,10 @@ class any_device {
         any_buffer buffer_from_host_ptr(void* p, std::size_t n, std::size_t max_tensor) override {
             if constexpr (has_buffer_from_host_ptr<D>) return d.buffer_from_host_ptr(p, n, max_tensor);
             else fail(errc::unsupported, "device " + std::string(d.name()) + " cannot make a buffer from a host pointer");
+        }
+        any_buffer buffer_from_file(const file_region& r) override {
+            if constexpr (has_buffer_from_file<D>) return d.buffer_from_file(r);
+            else fail(errc::unsupported, "device " + std::string(d.name()) + " cannot map a file");
         }
         bool supports_op(const node& x) const override { return d.supports_op(x); }
         bool supports_buft(const any_buffer_type& bt) const override { return d.supports_buft(bt); }
@@ -546,6 +558,8 @@ public:
     any_buffer buffer_from_host_ptr(void* p, std::size_t n, std::size_t max_tensor) const {
         return get().buffer_from_host_ptr(p, n, max_tensor);
     }
+    // A buffer over a file region the device maps itself (caps().buffer_from_file).
+    any_buffer buffer_from_file(const file_region& r) const { return get().buffer_from_file(r); }
     bool supports_op(const node& x) const { return get().supports_op(x); }
     bool supports_buft(const any_buffer_type& bt) const { return get().supports_buft(bt); }
     bool offload_op(const node& x) const { return get().offload_op(x); }

@@ -11,6 +11,10 @@
 //   s.set_tensor_async(x, p, off, size)-> void         optional  default tensor_set (synchronous)
 //   s.get_tensor_async(cx, q, off, size)-> void        optional  default tensor_get (synchronous)
 //   s.cpy_tensor_async(cx, x)          -> bool         optional  copy into this stream's x; default false
+//   cs.ordered_copy_from(b)            -> bool         optional  (b: const any_backend&) a cpy_tensor_async from a
+//                                                                tensor b computes is ordered after b's queued work
+//                                                                without a host wait (MPI streams of one session);
+//                                                                default false
 //   s.synchronize()                    -> void         optional  wait for queued work; default nothing
 //   s.graph_plan_create(g)             -> graph_plan   optional  default: a plan that remembers g's nodes
 //   s.graph_plan_compute(pl)           -> void         optional  default graph_compute(pl's nodes)

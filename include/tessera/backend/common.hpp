@@ -44,6 +44,17 @@ struct device_caps {
     bool host_buffer = false;           // offers a pinned host buffer type
     bool buffer_from_host_ptr = false;  // can wrap user memory (zero copy)
     bool events = false;                // event_new works
+    bool buffer_from_file = false;      // can map a file's bytes itself (a remote rank: no byte travels)
+};
+
+// Bytes of a file a device maps itself (device::buffer_from_file): `size` bytes at `offset`
+// of the file at `path`; `fingerprint` identifies the file's contents (for a GGUF file,
+// gguf::header_fingerprint), so a device that opens another file by that name refuses it.
+struct file_region {
+    std::string path;
+    std::uint64_t offset = 0;
+    std::uint64_t size = 0;
+    std::uint64_t fingerprint = 0;
 };
 
 // ggml_backend_dev_props

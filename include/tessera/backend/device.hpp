@@ -12,9 +12,13 @@
 //   cd.supports_buft(bt)              -> bool              required  can read/write buffers of bt
 //   d.host_buffer_type()              -> any_buffer_type   optional  pinned host memory; default none
 //   d.buffer_from_host_ptr(p, n, n)   -> any_buffer        optional  wrap user memory; default: refused
+//   d.buffer_from_file(r)             -> any_buffer        optional  a buffer over the bytes of a file region
+//                                                                    (r: const file_region&) that the device maps
+//                                                                    itself (a remote rank); default: refused
 //   cd.offload_op(x)                  -> bool              optional  worth moving x here from the CPU; default false
 //   cd.emulated()                     -> bool              optional  a device type emulated on the host's CPU (a
-//                                                                    software GPU driver such as lavapipe); default false
+//                                                                    software GPU driver such as lavapipe) or a remote
+//                                                                    host's CPU; default false
 //   d.event_new()                     -> any_event         optional  default none (no events)
 //   d.extra_buffer_types()            -> vector<any_buffer_type> optional  e.g. a repack type; default none
 //   cd.caps()                         -> device_caps       optional  default: derived from which optional entries exist
@@ -53,12 +57,15 @@ template <class D>
 inline constexpr bool has_buffer_from_host_ptr =
     requires(D& d, void* p, std::size_t n) { { d.buffer_from_host_ptr(p, n, n) } -> std::same_as<any_buffer>; };
 template <class D>
+inline constexpr bool has_buffer_from_file =
+    requires(D& d, const file_region& r) { { d.buffer_from_file(r) } -> std::same_as<any_buffer>; };
+template <class D>
 inline constexpr bool has_events = requires(D& d) { { d.event_new() } -> std::same_as<any_event>; };
 
 template <device D>
 device_caps get_caps(const D& d) {
     if constexpr (requires { { d.caps() } -> std::convertible_to<device_caps>; }) return d.caps();
-    else return device_caps{false, has_host_buffer_type<D>, has_buffer_from_host_ptr<D>, has_events<D>};
+    else return device_caps{false, has_host_buffer_type<D>, has_buffer_from_host_ptr<D>, has_events<D>, has_buffer_from_file<D>};
 }
 
 template <device D>

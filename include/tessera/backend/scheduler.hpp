@@ -29,7 +29,8 @@
 // per distinct buffer type, grown only when a graph needs more; reserve sizes them
 // for a worst case up front) and binds the graph; graph_compute runs the splits in
 // order, copying inputs across backends (synchronizing the producer through its
-// event, or the whole backend when its device has no events), with an optional eval
+// event, or the whole backend when its device has no events; not at all when the
+// destination stream orders the copy itself, backend::ordered_copy_from), with an optional eval
 // callback that observes nodes. The user's graph is left as it was: sources are
 // redirected to the copies only while the splits run.
 #pragma once
@@ -209,10 +210,17 @@ public:
             // copy set cur on this backend may still be read by an earlier compute
             if (n_copies_ > 1 && !sp.inputs.empty()) wait_for(b, cur);
             for (const split_input& in : sp.inputs) {
+                // a copy the stream orders after the producer's queued work itself (MPI
+                // streams: both ranks run rank 0's commands in order) needs no host wait
                 const int from = location_backend(*in.src);
-                if (from >= 0 && from != sp.backend) wait_for(static_cast<std::size_t>(from), cur);
+                const bool cross = from >= 0 && from != sp.backend;
+                const bool ordered = cross && be.ordered_copy_from(backends_[static_cast<std::size_t>(from)]);
+                if (cross && !ordered) wait_for(static_cast<std::size_t>(from), cur);
                 node& copy = *in.copies[cur];
-                if (!be.cpy_tensor_async(*in.src, copy)) tensor_copy(*in.src, copy);
+                if (!be.cpy_tensor_async(*in.src, copy)) {
+                    if (ordered) wait_for(static_cast<std::size_t>(from), cur);  // the fallback reads on the host
+                    tensor_copy(*in.src, copy);
+                }
             }
             if (!eval_) {
                 be.graph_compute_async(graph_view(std::span<node* const>(sp.nodes)));

@@ -12,6 +12,7 @@
 // input size.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <bit>
 #include <cstddef>
@@ -596,6 +597,25 @@ inline void parser::place_tensor_data(file& f, std::span<const std::uint64_t> in
 }
 
 }  // namespace detail
+
+// FNV-1a 64 over the bytes before the data section (header, metadata, tensor infos) and
+// the file's size: what tells two copies of a model apart without reading its weights
+// (a remote rank that maps the file itself checks it, backend::file_region).
+inline std::uint64_t header_fingerprint(const file& f) noexcept {
+    std::uint64_t h = 0xcbf29ce484222325ull;
+    const auto b = f.bytes();
+    const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(f.data_offset(), b.size()));
+    for (std::size_t i = 0; i < n; ++i) {
+        h ^= std::to_integer<std::uint8_t>(b[i]);
+        h *= 0x100000001b3ull;
+    }
+    std::uint64_t size = b.size();
+    for (int i = 0; i < 8; ++i, size >>= 8) {
+        h ^= size & 0xffu;
+        h *= 0x100000001b3ull;
+    }
+    return h;
+}
 
 }  // namespace gguf
 TESSERA_END_NAMESPACE

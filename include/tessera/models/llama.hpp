@@ -25,6 +25,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <filesystem>
 #include <functional>
 #include <new>
 #include <limits>
@@ -74,6 +75,15 @@ struct llama_options {
     // on the CPU, copying their inputs across (llama.cpp's offload).
     std::string device = "cpu";
     int n_copies = 1;                  // the scheduler's pipeline copy sets (1..4; ggml's parallel)
+    // Layers across devices, first to last (e.g. {"CPU", "MPI1", "MPI2"}; names as for
+    // `device`, which it replaces when not empty): the token embedding runs on the first,
+    // each device its range of layers (layer_split), the output norm and projection on the
+    // last. Each device holds its own layers' weights and KV cache; a device that maps the
+    // file itself (caps().buffer_from_file: an MPI rank) gets no weight byte sent.
+    std::vector<std::string> pipeline = {};
+    // Layers per pipeline device (summing to the layer count); empty: even, earlier devices
+    // take the remainder.
+    std::vector<int> layer_split = {};
     // Called once per weight tensor (done = 1 .. total) as it is mapped, and on a device
     // with memory of its own uploaded, on the loading thread (llama.cpp's
     // progress_callback). On the CPU the weights are mapped, not read, so the calls come
@@ -111,8 +121,9 @@ public:
     std::int64_t n_past() const noexcept { return s_->n_past; }
     std::int64_t n_vocab() const noexcept { return s_->hp.n_vocab; }
     int n_threads() const noexcept { return s_->n_threads; }
-    // The device the weights and the KV cache are on ("CPU", "Vulkan0", ...).
-    std::string_view device_name() const { return s_->dev.name(); }
+    // The device the weights and the KV cache are on ("CPU", "Vulkan0", ...); for a
+    // pipeline, each device with its layers: "CPU[0-2] MPI1[3-4]+out".
+    std::string_view device_name() const { return s_->device_label; }
     // The last eval's graph: its splits (llama.cpp's "graph splits") and how many of its
     // nodes ran on device_name() (all of them when that is the CPU).
     int last_n_splits() const noexcept { return s_->last_splits; }
@@ -192,6 +203,16 @@ private:
         graph::node *attn_norm, *wq, *wk, *wv, *wo, *ffn_norm, *w_gate, *w_up, *w_down;
         graph::node *k_cache, *v_cache;
     };
+    // A device of the pipeline (one when there is none): its weights (the mapped file, the
+    // file mapped by the device itself, or uploaded), its KV cache, its stream, its layers.
+    struct placed {
+        backend::any_device dev;
+        backend::any_backend stream;  // the CPU's is state::cpu
+        backend::any_buffer weights, kv;
+        bool upload = false;          // weights are copied into `weights` tensor by tensor
+        std::int64_t first = 0, end = 0;
+        graph::node* rope_freqs = nullptr;
+    };
     struct state {
         gguf::file file;
         llama_options opt;
@@ -207,6 +228,8 @@ private:
         backend::any_device dev;         // where weights and KV cache are (the CPU device, or another)
         backend::any_backend dev_stream;  // its stream when it is not the CPU
         std::unique_ptr<backend::scheduler> sched;
+        std::vector<placed> devs;
+        std::string device_label;
         graph::node *tok_embd = nullptr, *output_norm = nullptr, *output = nullptr, *rope_freqs = nullptr;
         std::vector<layer> layers;
         std::int64_t n_ctx = 0, n_past = 0, n_params = 0;
@@ -220,6 +243,7 @@ private:
     struct built {
         graph::cgraph g;
         graph::node *tokens, *pos, *kv_idx, *mask, *logits;
+        std::vector<std::size_t> layer_start;  // node id where layer i's nodes begin; then the output's
     };
 
     std::unique_ptr<state> s_;
@@ -231,7 +255,7 @@ private:
     }
 
     // A weight tensor of the file with the expected shape, placed in the mapped buffer.
-    graph::node* weight(const std::string& name, std::initializer_list<std::int64_t> shape, bool optional = false) {
+    graph::node* weight(const std::string& name, std::initializer_list<std::int64_t> shape, bool optional = false, std::size_t dev = 0) {
         state& s = *s_;
         const gguf::tensor_info* t = s.file.find_tensor(name);
         if (!t) {
@@ -254,10 +278,7 @@ private:
         if (shape.size() == 1 && t->type != type_id::f32)
             fail(errc::unsupported, "model '" + s.file.source() + "': norm tensor '" + name + "' must be f32, not " +
                                         std::string(type_name(t->type)));
-        graph::node* n = s.ctx->new_tensor(t->type, t->ne, name);
-        const auto section = s.file.data_section();
-        backend::tensor_alloc(s.weights_buf, *n, static_cast<std::byte*>(s.weights_buf.base()) + (t->data - section.data()));
-        if (s.dev_stream) backend::tensor_set(*n, t->data, 0, static_cast<std::size_t>(t->size_bytes));  // upload once
+        graph::node* n = place_weight(*t, dev);
         s.n_params += t->n_elements();
         s.weight_bytes += static_cast<std::size_t>(t->size_bytes);
         if (s.opt.progress) {
@@ -267,6 +288,30 @@ private:
             s.opt.progress(s.loading);
         }
         return n;
+    }
+
+    // A node for file tensor t in device dev's weights buffer (at its file offset; uploaded
+    // when that device does not hold the file's bytes).
+    graph::node* place_weight(const gguf::tensor_info& t, std::size_t dev) {
+        state& s = *s_;
+        placed& d = s.devs.at(dev);
+        graph::node* n = s.ctx->new_tensor(t.type, t.ne, t.name);
+        const auto section = s.file.data_section();
+        backend::tensor_alloc(d.weights, *n, static_cast<std::byte*>(d.weights.base()) + (t.data - section.data()));
+        if (d.upload) backend::tensor_set(*n, t.data, 0, static_cast<std::size_t>(t.size_bytes));  // upload once
+        return n;
+    }
+    // The same file tensor as w, also on device dev (tied output, rope_freqs per device).
+    graph::node* weight_on(const graph::node* w, std::size_t dev) {
+        const gguf::tensor_info* t = s_->file.find_tensor(w->name);
+        if (!t) fail(errc::invalid_argument, "llama_model: '" + w->name + "' is not a tensor of the file");
+        return place_weight(*t, dev);
+    }
+    // The pipeline device of layer il.
+    std::size_t layer_dev(std::int64_t il) const {
+        for (std::size_t d = 0; d < s_->devs.size(); ++d)
+            if (il >= s_->devs[d].first && il < s_->devs[d].end) return d;
+        return s_->devs.size() - 1;
     }
 
     void init() {
@@ -309,23 +354,85 @@ private:
         if (s.opt.n_copies < 1 || s.opt.n_copies > backend::scheduler::max_copies)
             fail(errc::invalid_argument, "llama_model: n_copies must be 1.." + std::to_string(backend::scheduler::max_copies) +
                                              ", not " + std::to_string(s.opt.n_copies));
-        s.dev = find_device(s.opt.device);
+        // the devices, first to last, and their layers
+        const std::vector<std::string> names = s.opt.pipeline.empty() ? std::vector<std::string>{s.opt.device} : s.opt.pipeline;
+        for (const std::string& nm : names) {
+            placed d;
+            d.dev = find_device(nm);
+            for (const placed& o : s.devs)
+                if (o.dev == d.dev) fail(errc::invalid_argument, "llama_model: the pipeline names device " + std::string(d.dev.name()) + " twice");
+            s.devs.push_back(std::move(d));
+        }
+        s.dev = s.devs.front().dev;
+        const auto nd = static_cast<std::int64_t>(s.devs.size());
+        if (!s.opt.layer_split.empty()) {
+            if (static_cast<std::int64_t>(s.opt.layer_split.size()) != nd)
+                fail(errc::invalid_argument, "llama_model: layer_split has " + std::to_string(s.opt.layer_split.size()) +
+                                                 " counts for " + std::to_string(nd) + " pipeline devices");
+            std::int64_t at = 0;
+            for (std::size_t d = 0; d < s.devs.size(); ++d) {
+                const int c = s.opt.layer_split[d];
+                if (c < 0) fail(errc::invalid_argument, "llama_model: layer_split: " + std::to_string(c) + " layers for " + std::string(s.devs[d].dev.name()));
+                s.devs[d].first = at;
+                at += c;
+                s.devs[d].end = at;
+            }
+            if (at != h.n_layer)
+                fail(errc::invalid_argument, "llama_model: layer_split sums to " + std::to_string(at) + " layers, the model has " +
+                                                 std::to_string(h.n_layer));
+        } else {
+            std::int64_t at = 0;
+            for (std::int64_t d = 0; d < nd; ++d) {
+                const std::int64_t c = h.n_layer / nd + (d < h.n_layer % nd ? 1 : 0);
+                s.devs[static_cast<std::size_t>(d)].first = at;
+                at += c;
+                s.devs[static_cast<std::size_t>(d)].end = at;
+            }
+        }
 
         s.ctx = std::make_unique<graph::context>(graph::context_options{true});
         const auto data = s.file.data_section();
-        std::byte* wp = const_cast<std::byte*>(data.data());
-        if (s.dev.type() != backend::device_type::cpu) {
-            // the weights go into the device's memory (uploaded tensor by tensor in weight())
-            s.dev_stream = s.dev.init_backend({});
-            s.weights_buf = s.dev.buffer_type().alloc_buffer(std::max<std::size_t>(data.size(), 1));
-        } else if (reinterpret_cast<std::uintptr_t>(wp) % 32 != 0) {
-            // a buffer given to gguf::file::from_buffer need not be aligned: copy the data section
-            s.weights_copy.reset(static_cast<std::byte*>(::operator new(std::max<std::size_t>(data.size(), 1), std::align_val_t(64))));
-            std::memcpy(s.weights_copy.get(), data.data(), data.size());
-            wp = s.weights_copy.get();
+        for (placed& d : s.devs) {
+            if (d.dev.type() == backend::device_type::cpu) {
+                std::byte* wp = const_cast<std::byte*>(data.data());
+                if (reinterpret_cast<std::uintptr_t>(wp) % 32 != 0) {
+                    // a buffer given to gguf::file::from_buffer need not be aligned: copy the data section
+                    s.weights_copy.reset(static_cast<std::byte*>(::operator new(std::max<std::size_t>(data.size(), 1), std::align_val_t(64))));
+                    std::memcpy(s.weights_copy.get(), data.data(), data.size());
+                    wp = s.weights_copy.get();
+                }
+                d.weights = backend::cpu_buffer_from_ptr(wp, data.size());
+                continue;
+            }
+            d.stream = d.dev.init_backend(std::to_string(s.n_threads));
+            if (d.dev.caps().buffer_from_file) {
+                // the device maps the file itself: no weight byte travels
+                if (!s.file.is_mapped())
+                    fail(errc::invalid_argument, "model '" + s.file.source() + "': device " + std::string(d.dev.name()) +
+                                                     " maps the model file itself; load the model from a file");
+                std::error_code ec;
+                const std::filesystem::path real = std::filesystem::canonical(s.file.source(), ec);
+                d.weights = d.dev.buffer_from_file({ec ? s.file.source() : real.string(), s.file.data_offset(), data.size(),
+                                                    gguf::header_fingerprint(s.file)});
+            } else {
+                // the weights go into the device's memory (uploaded tensor by tensor in weight())
+                d.weights = d.dev.buffer_type().alloc_buffer(std::max<std::size_t>(data.size(), 1));
+                d.upload = true;
+            }
         }
-        if (!s.dev_stream) s.weights_buf = backend::cpu_buffer_from_ptr(wp, data.size());
-        s.weights_buf.set_usage(backend::buffer_usage::weights);
+        for (placed& d : s.devs) d.weights.set_usage(backend::buffer_usage::weights);
+        s.dev_stream = s.devs.front().stream;
+        s.weights_buf = s.devs.front().weights;
+        if (s.devs.size() == 1) {
+            s.device_label = std::string(s.dev.name());
+        } else {
+            for (std::size_t d = 0; d < s.devs.size(); ++d) {
+                const placed& p = s.devs[d];
+                s.device_label += (d ? " " : "") + std::string(p.dev.name()) + "[" +
+                                  (p.end > p.first ? std::to_string(p.first) + "-" + std::to_string(p.end - 1) : std::string()) + "]";
+            }
+            s.device_label += "+out";
+        }
 
         if (s.opt.progress) {  // the totals: the weights placed below that the file has
             auto count = [&](const std::string& name) {
@@ -340,44 +447,57 @@ private:
                     count("blk." + std::to_string(i) + "." + w + ".weight");
         }
         const std::int64_t E = h.n_embd, EKV = h.n_embd_kv(), F = h.n_ff, V = h.n_vocab;
-        s.tok_embd = weight("token_embd.weight", {E, V});
-        s.output_norm = weight("output_norm.weight", {E});
-        s.output = weight("output.weight", {E, V}, true);
-        if (!s.output) s.output = s.tok_embd;
-        s.rope_freqs = weight("rope_freqs.weight", {h.n_rot / 2}, true);
-        std::vector<graph::node*> caches;
+        const std::size_t last = s.devs.size() - 1;
+        s.tok_embd = weight("token_embd.weight", {E, V}, false, 0);
+        s.output_norm = weight("output_norm.weight", {E}, false, last);
+        s.output = weight("output.weight", {E, V}, true, last);
+        if (!s.output) s.output = last == 0 ? s.tok_embd : weight_on(s.tok_embd, last);  // tied: every device maps the file
+        s.rope_freqs = weight("rope_freqs.weight", {h.n_rot / 2}, true, 0);
+        for (std::size_t d = 0; d < s.devs.size(); ++d)
+            s.devs[d].rope_freqs = !s.rope_freqs ? nullptr : d == 0 ? s.rope_freqs : weight_on(s.rope_freqs, d);
+        std::vector<std::vector<graph::node*>> caches(s.devs.size());
         for (std::int64_t i = 0; i < h.n_layer; ++i) {
             const std::string p = "blk." + std::to_string(i) + ".";
+            const std::size_t d = layer_dev(i);
             layer l{};
-            l.attn_norm = weight(p + "attn_norm.weight", {E});
-            l.wq = weight(p + "attn_q.weight", {E, E});
-            l.wk = weight(p + "attn_k.weight", {E, EKV});
-            l.wv = weight(p + "attn_v.weight", {E, EKV});
-            l.wo = weight(p + "attn_output.weight", {E, E});
-            l.ffn_norm = weight(p + "ffn_norm.weight", {E});
-            l.w_gate = weight(p + "ffn_gate.weight", {E, F});
-            l.w_up = weight(p + "ffn_up.weight", {E, F});
-            l.w_down = weight(p + "ffn_down.weight", {F, E});
+            l.attn_norm = weight(p + "attn_norm.weight", {E}, false, d);
+            l.wq = weight(p + "attn_q.weight", {E, E}, false, d);
+            l.wk = weight(p + "attn_k.weight", {E, EKV}, false, d);
+            l.wv = weight(p + "attn_v.weight", {E, EKV}, false, d);
+            l.wo = weight(p + "attn_output.weight", {E, E}, false, d);
+            l.ffn_norm = weight(p + "ffn_norm.weight", {E}, false, d);
+            l.w_gate = weight(p + "ffn_gate.weight", {E, F}, false, d);
+            l.w_up = weight(p + "ffn_up.weight", {E, F}, false, d);
+            l.w_down = weight(p + "ffn_down.weight", {F, E}, false, d);
             l.k_cache = s.ctx->new_tensor(s.opt.kv_type, {EKV, s.n_ctx, 1, 1}, "cache_k_l" + std::to_string(i));
             l.v_cache = s.ctx->new_tensor(s.opt.kv_type, {EKV, s.n_ctx, 1, 1}, "cache_v_l" + std::to_string(i));
-            caches.push_back(l.k_cache);
-            caches.push_back(l.v_cache);
+            caches[d].push_back(l.k_cache);
+            caches[d].push_back(l.v_cache);
             s.layers.push_back(l);
         }
-        try {
-            s.kv_buf = backend::alloc_tensors(caches, s.dev_stream ? s.dev.buffer_type() : backend::cpu_buffer_type());
-        } catch (const error& e) {
-            if (e.code() != errc::out_of_memory) throw;
-            const auto bytes = static_cast<std::uint64_t>(2 * h.n_layer * EKV * s.n_ctx * type_size(s.opt.kv_type));
-            fail(errc::out_of_memory, "model '" + s.file.source() + "': the KV cache (" + std::to_string(s.n_ctx) + " tokens x " +
-                                          std::to_string(h.n_layer) + " layers, " + std::string(type_name(s.opt.kv_type)) + ", " +
-                                          bytes_str(bytes) + ") could not be allocated on " + std::string(s.dev.name()) +
-                                          " (" + e.what() + "); try a smaller context (n_ctx, generate -c)");
+        for (std::size_t d = 0; d < s.devs.size(); ++d) {
+            placed& pd = s.devs[d];
+            if (caches[d].empty()) continue;
+            try {
+                pd.kv = backend::alloc_tensors(caches[d], pd.stream ? pd.dev.buffer_type() : backend::cpu_buffer_type());
+            } catch (const error& e) {
+                if (e.code() != errc::out_of_memory) throw;
+                const std::int64_t nl = pd.end - pd.first;
+                const auto bytes = static_cast<std::uint64_t>(2 * nl * EKV * s.n_ctx * type_size(s.opt.kv_type));
+                fail(errc::out_of_memory, "model '" + s.file.source() + "': the KV cache (" + std::to_string(s.n_ctx) + " tokens x " +
+                                              std::to_string(nl) + " layers, " + std::string(type_name(s.opt.kv_type)) + ", " +
+                                              bytes_str(bytes) + ") could not be allocated on " + std::string(pd.dev.name()) +
+                                              " (" + e.what() + "); try a smaller context (n_ctx, generate -c)");
+            }
+            pd.kv.clear(0);
         }
-        s.kv_buf.clear(0);
+        s.kv_buf = s.devs.front().kv;
         s.cpu = backend::cpu_init(s.n_threads);
-        std::vector<backend::any_backend> streams{s.cpu};
-        if (s.dev_stream) streams.insert(streams.begin(), s.dev_stream);
+        // the scheduler's backends: the devices with streams of their own in pipeline order, the CPU last
+        std::vector<backend::any_backend> streams;
+        for (const placed& pd : s.devs)
+            if (pd.stream) streams.push_back(pd.stream);
+        streams.push_back(s.cpu);
         s.sched = std::make_unique<backend::scheduler>(std::move(streams), std::vector<backend::any_buffer_type>{}, s.opt.n_copies);
     }
 
@@ -419,7 +539,6 @@ private:
         any_tensor kv_idx = new_tensor(ctx, type_id::i64, {n, 1, 1, 1}, "inp_kv_idx");
         any_tensor mask = new_tensor(ctx, type_id::f32, {n_kv, n, 1, 1}, "inp_kq_mask");
         for (any_tensor t : {tokens, pos, kv_idx, mask}) t.set_input();
-        any_tensor freqs = s.rope_freqs ? any_tensor(s.rope_freqs) : any_tensor();
         rope_params rp{static_cast<int>(h.n_rot)};
         rp.mode = rope_mode::normal;
         rp.n_ctx_orig = static_cast<int>(h.n_ctx_train);
@@ -429,8 +548,11 @@ private:
         const std::size_t kv_elt = type_size(s.opt.kv_type);
         any_tensor x = get_rows(any_tensor(s.tok_embd), tokens).set_name("inp_embd");
         for (std::size_t il = 0; il < s.layers.size(); ++il) {
+            b.layer_start.push_back(ctx.size());
             const layer& l = s.layers[il];
             const std::string li = "-" + std::to_string(il);
+            graph::node* rf = s.devs[layer_dev(static_cast<std::int64_t>(il))].rope_freqs;
+            any_tensor freqs = rf ? any_tensor(rf) : any_tensor();
             any_tensor cur = mul(rms_norm(x, h.rms_eps), any_tensor(l.attn_norm)).set_name("attn_norm" + li);
             any_tensor q = reshape(mul_mat(any_tensor(l.wq), cur), {D, H, n, 1});
             any_tensor k = reshape(mul_mat(any_tensor(l.wk), cur), {D, HKV, n, 1});
@@ -466,6 +588,7 @@ private:
             any_tensor ff = swiglu_split(mul_mat(any_tensor(l.w_gate), cur), mul_mat(any_tensor(l.w_up), cur));
             x = add(x, mul_mat(any_tensor(l.w_down), ff)).set_name("l_out" + li);
         }
+        b.layer_start.push_back(ctx.size());
         if (!all_logits && n > 1)  // only the last token's logits are wanted
             x = view(x, {E, 1, 1, 1}, {x.nb(1), x.nb(1), x.nb(1)}, static_cast<std::size_t>(n - 1) * x.nb(1));
         x = mul(rms_norm(x, h.rms_eps), any_tensor(s.output_norm)).set_name("result_norm");
@@ -478,6 +601,27 @@ private:
         b.mask = mask.get();
         b.logits = logits.get();
         return b;
+    }
+
+    // A pipeline: every node goes to its layer's device (the embedding to the first, the
+    // output to the last) when that device computes it, so one tensor crosses each
+    // boundary (the residual); the scheduler's passes place the rest.
+    void pin(const built& b) {
+        state& s = *s_;
+        const std::size_t last = s.devs.size() - 1;
+        for (graph::node* x : b.g.nodes()) {
+            if (graph::op_is_view(x->op) || x->op == graph::op_kind::none) continue;
+            std::size_t d = 0;
+            if (x->id >= b.layer_start.back()) d = last;
+            else
+                for (std::size_t il = b.layer_start.size() - 1; il-- > 0;)
+                    if (x->id >= b.layer_start[il]) {
+                        d = layer_dev(static_cast<std::int64_t>(il));
+                        break;
+                    }
+            const placed& pd = s.devs[d];
+            if (pd.dev.supports_op(*x)) s.sched->set_tensor_backend(x, pd.stream ? pd.stream : s.cpu);
+        }
     }
 
     std::vector<float> eval_batch(std::span<const std::int32_t> toks, bool all_logits) {
@@ -493,6 +637,7 @@ private:
             }
         } g{s};
         built b = build(n, all_logits);
+        if (s.devs.size() > 1) pin(b);
         s.sched->alloc_graph(b.g);
         std::vector<std::int32_t> pos(static_cast<std::size_t>(n));
         std::vector<std::int64_t> idx(static_cast<std::size_t>(n));
