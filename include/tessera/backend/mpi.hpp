@@ -39,6 +39,7 @@
 #include <string>
 #include <thread>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "tessera/backend/any.hpp"
@@ -773,6 +774,11 @@ public:
     std::string_view name() const { return mpi::detail::device_name(static_cast<std::size_t>(rank_ - 1)); }
 
     void add_get(bulk_receive b) { gets_.push_back(std::move(b)); }
+    // An error an event of this stream received but nobody asked for (the event was
+    // recorded again first): the next synchronize() throws it.
+    void defer(const status& st) {
+        if (!st.ok && deferred_.ok) deferred_ = st;
+    }
     // Completes the GETs posted so far (their bytes are in place when it returns); false when
     // one failed (its error comes with the stream's event).
     bool finish_gets() {
@@ -788,8 +794,9 @@ public:
     // Waits for everything queued on the stream; throws the first error the worker met.
     void synchronize() {
         sync_->record(id_);
-        const status st = sync_->complete();
+        status st = sync_->complete();
         const bool gets_ok = finish_gets();
+        if (!deferred_.ok) st = std::exchange(deferred_, status{});  // (the earlier error explains)
         st.rethrow(std::string(name()) + ": ");
         if (!gets_ok) fail(errc::io, std::string(name()) + ": a GET failed");
     }
@@ -799,6 +806,7 @@ private:
     std::uint32_t id_ = 0;
     std::unique_ptr<event_core> sync_;
     std::deque<bulk_receive> gets_;
+    status deferred_;
 };
 
 }  // namespace mpi
@@ -912,6 +920,11 @@ public:
         if (!m) fail(errc::invalid_argument, me + " event: record needs a stream of " + me + ", not '" + std::string(b ? b.name() : "(empty)") + "'");
         if (m->rank() != s_->core->rank())
             fail(errc::invalid_argument, me + " event: record needs a stream of " + me + ", not one of " + std::string(m->name()));
+        if (s_->core->armed()) {
+            // recorded again before anyone waited: an error it carries goes to its stream
+            const mpi::status st = s_->core->complete();
+            if (s_->stream) s_->stream->defer(st);
+        }
         s_->stream = m->state();
         s_->core->record(m->state()->id());
     }
