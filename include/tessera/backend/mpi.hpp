@@ -74,6 +74,16 @@ inline std::deque<peer_info>& peer_table() {
 }
 }  // namespace detail
 
+// What rank 0 sent and received (mpi::session::traffic(); generate --mpi prints it per token).
+struct traffic_counters {
+    std::uint64_t commands = 0;        // command messages sent
+    std::uint64_t control_bytes = 0;   // their headers and payloads but tensor bytes and graphs; replies and events
+    std::uint64_t tensor_bytes = 0;    // SET and GET payloads (activations, inputs, results)
+    std::uint64_t peer_bytes = 0;      // worker-to-worker copies rank 0 ordered (they do not pass rank 0)
+    std::uint64_t graphs = 0;          // GRAPH commands
+    std::uint64_t graph_bytes = 0;     // their encodings
+};
+
 // Event slots below this are left to raw record_and_wait calls (tests); devices take the rest.
 inline constexpr std::uint32_t first_device_event_slot = 16;
 
@@ -241,6 +251,8 @@ public:
         h.flags = flags;
         std::vector<std::byte> m = make_message(h, payload);
         if (m.size() > max_command_bytes) fail(errc::invalid_argument, "mpi: a command of " + bytes_str(m.size()) + " is over the limit; send the payload as bulk");
+        ++traffic_.commands;
+        traffic_.control_bytes += m.size();
         t_->isend_owned(t_->ctrl(), r, tag_cmd, std::move(m));
         return h.seq;
     }
@@ -291,6 +303,8 @@ public:
         if (!bulk) w.bytes(bytes);
         (void)command(r, msg_type::set, w.data(), stream, bulk ? header_flag_bulk_follows : 0);
         if (bulk) send_bulk(r, bytes);
+        else traffic_.control_bytes -= g.size;
+        traffic_.tensor_bytes += g.size;
     }
     // GET of g into q: the receives are posted before the command (so they match the
     // worker's reply in order); finish_get completes them.
@@ -311,6 +325,7 @@ public:
         wire_writer w;
         write_region(w, g);
         (void)command(r, msg_type::get, w.data(), stream);
+        traffic_.tensor_bytes += g.size;
         return b;
     }
     // Completes a GET's receives: true when every byte came, false when the worker answered
@@ -337,6 +352,11 @@ public:
         (void)request(r, msg_type::ping, {});  // throws the worker's error (device level)
         fail(errc::io, "MPI rank " + std::to_string(r) + ": a GET of " + std::to_string(g.size) + " bytes failed");
     }
+
+    // What this rank 0 sent and received so far.
+    const traffic_counters& traffic() const noexcept { return traffic_; }
+    // (the devices count what only they know: graph encodings, worker-to-worker copies, events)
+    traffic_counters& traffic_mut() noexcept { return traffic_; }
 
     // Event slots of rank r (a free list; 16384 per rank).
     std::uint32_t acquire_slot(int r) {
@@ -448,6 +468,7 @@ private:
                 check_mpi(MPI_Get_count(&st, MPI_BYTE, &count), "MPI_Get_count", r);
                 std::vector<std::byte> m(static_cast<std::size_t>(std::max(count, 0)));
                 check_mpi(MPI_Mrecv(m.data(), count, MPI_BYTE, &msg, MPI_STATUS_IGNORE), "MPI_Mrecv", r);
+                traffic_.control_bytes += m.size();
                 return m;
             }
             t_->progress();
@@ -462,6 +483,7 @@ private:
     std::vector<std::uint32_t> next_slot_;
     std::vector<std::vector<std::uint32_t>> free_slots_;
     std::vector<std::unordered_map<std::string, bool>> supports_;
+    traffic_counters traffic_;
     bool shut_down_ = false;
 };
 
@@ -618,6 +640,7 @@ public:
             return;
         }
         const std::uint64_t xfer = ++xfer_counter();
+        ss.traffic_mut().peer_bytes += n;
         mpi::write_region(w, from);
         w.u32(static_cast<std::uint32_t>(s_->rank));
         w.u64(xfer);
@@ -720,6 +743,7 @@ public:
         int count = 0;
         check_mpi(MPI_Get_count(&st, MPI_BYTE, &count), "MPI_Get_count", rank_);
         const std::span<const std::byte> m(buf_.data(), static_cast<std::size_t>(std::max(count, 0)));
+        s.traffic_mut().control_bytes += m.size();
         const std::string what = "EVENT_DONE from rank " + std::to_string(rank_);
         (void)read_header(m, what);
         wire_reader rd(m.subspan(header_bytes), what, header_bytes);
@@ -843,6 +867,9 @@ public:
         if (!bulk) w.bytes(enc);
         (void)ss.command(r, mpi::msg_type::graph, w.data(), s_->id(), bulk ? mpi::header_flag_bulk_follows : 0);
         if (bulk) ss.send_bulk(r, enc);
+        else ss.traffic_mut().control_bytes -= enc.size();
+        ++ss.traffic_mut().graphs;
+        ss.traffic_mut().graph_bytes += enc.size();
     }
     void graph_compute(graph_view g) {
         graph_compute_async(g);
