@@ -172,6 +172,7 @@ public:
 
     int rank() const noexcept { return t_->rank(); }
     int size() const noexcept { return t_->size(); }
+    bool on_session_thread() const noexcept { return std::this_thread::get_id() == thread_; }
     bool is_root() const noexcept { return rank() == 0; }
     mpi_transport& transport() noexcept { return *t_; }
 
@@ -1028,6 +1029,18 @@ struct mpi_reg_model {
         return s && s->is_root() ? static_cast<std::size_t>(s->size() - 1) : 0;
     }
     any_device device(std::size_t i) const { return mpi_device(i); }
+    // "progress" (progress_fn): retires rank 0's finished sends and lets MPI move the rest;
+    // nothing on another thread than the session's or without a session
+    void* proc_address(std::string_view s) const noexcept {
+        if (s != "progress") return nullptr;
+        return reinterpret_cast<void*>(static_cast<progress_fn>([]() noexcept {
+            try {
+                if (mpi::session* ss = mpi::session::current(); ss && ss->on_session_thread()) ss->transport().progress();
+            } catch (...) {  // (an MPI error shows at the next wait, with its message)
+            }
+            return false;
+        }));
+    }
 };
 static_assert(backend_reg<mpi_reg_model>);
 

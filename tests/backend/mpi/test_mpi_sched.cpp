@@ -80,6 +80,11 @@ TEST_CASE("mpi: the registry lists MPI1.. on rank 0, and best_device() is not a 
     CHECK(mpi_device(0).emulated());
     // the same handle every time (the registry compares identities)
     CHECK(r.reg_by_name("MPI").device(0) == mpi_device(0));
+    // "progress": what llama installs as its CPU stream's abort callback in a pipeline
+    const auto progress = r.reg_by_name("MPI").proc<progress_fn>("progress");
+    REQUIRE(static_cast<bool>(progress));
+    CHECK_FALSE(progress());
+    CHECK(r.reg_by_name("MPI").proc_address("set_n_threads") == nullptr);
 }
 
 TEST_CASE("mpi: the block with its attention on MPI1 equals the CPU alone, bit for bit, at n_copies 1 and 2") {
