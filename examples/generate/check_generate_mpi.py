@@ -44,7 +44,7 @@ for model in models:
                             (3, ["--split-layers", "2,2,1"], "CPU[0-1] MPI1[2-3] MPI2[4-4]+out")):
         rc, out, err, secs = run(mpirun + ["-np", str(np), exe, "-m", model, "--mpi"] + base + extra)
         check("%s: mpirun -np %d --mpi %s = one process (%.1f s)" % (os.path.basename(model), np, " ".join(extra), secs),
-              rc == 0 and out == want and ("device " + pipe) in err,
+              rc == 0 and out == want and ("device " + pipe) in err and "generate: mpi: per token " in err,
               "  rc %d\n  got  %r\n  want %r\n%s" % (rc, out, want, err))
 
 # usage errors

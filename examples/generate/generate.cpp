@@ -619,6 +619,17 @@ int run(const args& a, cli::state& st) {
         std::fprintf(stderr, "generate: generation %5d tokens in %8.2f ms = %9.1f tokens/s (%d generated)\n", n_eval,
                      t_gen * 1e3, n_eval > 0 ? n_eval / t_gen : 0.0, n_gen);
         std::fprintf(stderr, "generate: compute buffer %.2f MiB\n", static_cast<double>(m.compute_buffer_size()) / (1024.0 * 1024.0));
+#if defined(TESSERA_MPI) && TESSERA_MPI
+        if (const backend::mpi::session* s = a.mpi ? backend::mpi::session::current() : nullptr) {
+            const auto& t = s->traffic();
+            const double n = static_cast<double>(std::max<std::size_t>(n_prompt + static_cast<std::size_t>(std::max(n_eval, 0)), 1));
+            std::fprintf(stderr,
+                         "generate: mpi: per token %.0f bytes of tensors, %.0f worker to worker, %.0f of graph encodings (%.1f graphs), "
+                         "%.0f of control (%.1f commands)\n",
+                         static_cast<double>(t.tensor_bytes) / n, static_cast<double>(t.peer_bytes) / n, static_cast<double>(t.graph_bytes) / n,
+                         static_cast<double>(t.graphs) / n, static_cast<double>(t.control_bytes) / n, static_cast<double>(t.commands) / n);
+        }
+#endif
         return 0;
     } catch (...) {
         if (mid_line) {  // end the text line so the error does not trail it on a terminal

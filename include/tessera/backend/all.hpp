@@ -1,5 +1,5 @@
 // The backend layer: concepts, type-erased handles, the CPU and reference backends, the
-// Vulkan device (when built with TESSERA_VULKAN),
+// Vulkan device (when built with TESSERA_VULKAN), the MPI devices (with TESSERA_MPI),
 // the registry, the scheduler and the utilities.
 #pragma once
 
@@ -11,6 +11,7 @@
 #include "tessera/backend/cpu.hpp"
 #include "tessera/backend/device.hpp"
 #include "tessera/backend/event.hpp"
+#include "tessera/backend/mpi.hpp"  // (empty without TESSERA_MPI)
 #include "tessera/backend/reference.hpp"
 #include "tessera/backend/reg.hpp"
 #include "tessera/backend/registry.hpp"

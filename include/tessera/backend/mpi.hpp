@@ -39,6 +39,7 @@
 #include <string>
 #include <thread>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "tessera/backend/any.hpp"
@@ -72,6 +73,16 @@ inline std::deque<peer_info>& peer_table() {
     return t;
 }
 }  // namespace detail
+
+// What rank 0 sent and received (mpi::session::traffic(); generate --mpi prints it per token).
+struct traffic_counters {
+    std::uint64_t commands = 0;        // command messages sent
+    std::uint64_t control_bytes = 0;   // their headers and payloads but tensor bytes and graphs; replies and events
+    std::uint64_t tensor_bytes = 0;    // SET and GET payloads (activations, inputs, results)
+    std::uint64_t peer_bytes = 0;      // worker-to-worker copies rank 0 ordered (they do not pass rank 0)
+    std::uint64_t graphs = 0;          // GRAPH commands
+    std::uint64_t graph_bytes = 0;     // their encodings
+};
 
 // Event slots below this are left to raw record_and_wait calls (tests); devices take the rest.
 inline constexpr std::uint32_t first_device_event_slot = 16;
@@ -161,6 +172,7 @@ public:
 
     int rank() const noexcept { return t_->rank(); }
     int size() const noexcept { return t_->size(); }
+    bool on_session_thread() const noexcept { return std::this_thread::get_id() == thread_; }
     bool is_root() const noexcept { return rank() == 0; }
     mpi_transport& transport() noexcept { return *t_; }
 
@@ -240,6 +252,8 @@ public:
         h.flags = flags;
         std::vector<std::byte> m = make_message(h, payload);
         if (m.size() > max_command_bytes) fail(errc::invalid_argument, "mpi: a command of " + bytes_str(m.size()) + " is over the limit; send the payload as bulk");
+        ++traffic_.commands;
+        traffic_.control_bytes += m.size();
         t_->isend_owned(t_->ctrl(), r, tag_cmd, std::move(m));
         return h.seq;
     }
@@ -290,6 +304,8 @@ public:
         if (!bulk) w.bytes(bytes);
         (void)command(r, msg_type::set, w.data(), stream, bulk ? header_flag_bulk_follows : 0);
         if (bulk) send_bulk(r, bytes);
+        else traffic_.control_bytes -= g.size;
+        traffic_.tensor_bytes += g.size;
     }
     // GET of g into q: the receives are posted before the command (so they match the
     // worker's reply in order); finish_get completes them.
@@ -310,6 +326,7 @@ public:
         wire_writer w;
         write_region(w, g);
         (void)command(r, msg_type::get, w.data(), stream);
+        traffic_.tensor_bytes += g.size;
         return b;
     }
     // Completes a GET's receives: true when every byte came, false when the worker answered
@@ -336,6 +353,11 @@ public:
         (void)request(r, msg_type::ping, {});  // throws the worker's error (device level)
         fail(errc::io, "MPI rank " + std::to_string(r) + ": a GET of " + std::to_string(g.size) + " bytes failed");
     }
+
+    // What this rank 0 sent and received so far.
+    const traffic_counters& traffic() const noexcept { return traffic_; }
+    // (the devices count what only they know: graph encodings, worker-to-worker copies, events)
+    traffic_counters& traffic_mut() noexcept { return traffic_; }
 
     // Event slots of rank r (a free list; 16384 per rank).
     std::uint32_t acquire_slot(int r) {
@@ -447,6 +469,7 @@ private:
                 check_mpi(MPI_Get_count(&st, MPI_BYTE, &count), "MPI_Get_count", r);
                 std::vector<std::byte> m(static_cast<std::size_t>(std::max(count, 0)));
                 check_mpi(MPI_Mrecv(m.data(), count, MPI_BYTE, &msg, MPI_STATUS_IGNORE), "MPI_Mrecv", r);
+                traffic_.control_bytes += m.size();
                 return m;
             }
             t_->progress();
@@ -461,6 +484,7 @@ private:
     std::vector<std::uint32_t> next_slot_;
     std::vector<std::vector<std::uint32_t>> free_slots_;
     std::vector<std::unordered_map<std::string, bool>> supports_;
+    traffic_counters traffic_;
     bool shut_down_ = false;
 };
 
@@ -617,6 +641,7 @@ public:
             return;
         }
         const std::uint64_t xfer = ++xfer_counter();
+        ss.traffic_mut().peer_bytes += n;
         mpi::write_region(w, from);
         w.u32(static_cast<std::uint32_t>(s_->rank));
         w.u64(xfer);
@@ -719,6 +744,7 @@ public:
         int count = 0;
         check_mpi(MPI_Get_count(&st, MPI_BYTE, &count), "MPI_Get_count", rank_);
         const std::span<const std::byte> m(buf_.data(), static_cast<std::size_t>(std::max(count, 0)));
+        s.traffic_mut().control_bytes += m.size();
         const std::string what = "EVENT_DONE from rank " + std::to_string(rank_);
         (void)read_header(m, what);
         wire_reader rd(m.subspan(header_bytes), what, header_bytes);
@@ -773,6 +799,11 @@ public:
     std::string_view name() const { return mpi::detail::device_name(static_cast<std::size_t>(rank_ - 1)); }
 
     void add_get(bulk_receive b) { gets_.push_back(std::move(b)); }
+    // An error an event of this stream received but nobody asked for (the event was
+    // recorded again first): the next synchronize() throws it.
+    void defer(const status& st) {
+        if (!st.ok && deferred_.ok) deferred_ = st;
+    }
     // Completes the GETs posted so far (their bytes are in place when it returns); false when
     // one failed (its error comes with the stream's event).
     bool finish_gets() {
@@ -788,8 +819,9 @@ public:
     // Waits for everything queued on the stream; throws the first error the worker met.
     void synchronize() {
         sync_->record(id_);
-        const status st = sync_->complete();
+        status st = sync_->complete();
         const bool gets_ok = finish_gets();
+        if (!deferred_.ok) st = std::exchange(deferred_, status{});  // (the earlier error explains)
         st.rethrow(std::string(name()) + ": ");
         if (!gets_ok) fail(errc::io, std::string(name()) + ": a GET failed");
     }
@@ -799,6 +831,7 @@ private:
     std::uint32_t id_ = 0;
     std::unique_ptr<event_core> sync_;
     std::deque<bulk_receive> gets_;
+    status deferred_;
 };
 
 }  // namespace mpi
@@ -835,6 +868,9 @@ public:
         if (!bulk) w.bytes(enc);
         (void)ss.command(r, mpi::msg_type::graph, w.data(), s_->id(), bulk ? mpi::header_flag_bulk_follows : 0);
         if (bulk) ss.send_bulk(r, enc);
+        else ss.traffic_mut().control_bytes -= enc.size();
+        ++ss.traffic_mut().graphs;
+        ss.traffic_mut().graph_bytes += enc.size();
     }
     void graph_compute(graph_view g) {
         graph_compute_async(g);
@@ -912,6 +948,11 @@ public:
         if (!m) fail(errc::invalid_argument, me + " event: record needs a stream of " + me + ", not '" + std::string(b ? b.name() : "(empty)") + "'");
         if (m->rank() != s_->core->rank())
             fail(errc::invalid_argument, me + " event: record needs a stream of " + me + ", not one of " + std::string(m->name()));
+        if (s_->core->armed()) {
+            // recorded again before anyone waited: an error it carries goes to its stream
+            const mpi::status st = s_->core->complete();
+            if (s_->stream) s_->stream->defer(st);
+        }
         s_->stream = m->state();
         s_->core->record(m->state()->id());
     }
@@ -988,6 +1029,18 @@ struct mpi_reg_model {
         return s && s->is_root() ? static_cast<std::size_t>(s->size() - 1) : 0;
     }
     any_device device(std::size_t i) const { return mpi_device(i); }
+    // "progress" (progress_fn): retires rank 0's finished sends and lets MPI move the rest;
+    // nothing on another thread than the session's or without a session
+    void* proc_address(std::string_view s) const noexcept {
+        if (s != "progress") return nullptr;
+        return reinterpret_cast<void*>(static_cast<progress_fn>([]() noexcept {
+            try {
+                if (mpi::session* ss = mpi::session::current(); ss && ss->on_session_thread()) ss->transport().progress();
+            } catch (...) {  // (an MPI error shows at the next wait, with its message)
+            }
+            return false;
+        }));
+    }
 };
 static_assert(backend_reg<mpi_reg_model>);
 

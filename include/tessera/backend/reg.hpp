@@ -34,6 +34,10 @@ void* get_proc_address(const R& r, std::string_view s) {
 // The function types of the well-known proc addresses.
 using set_n_threads_fn = void (*)(any_backend&, int);
 using set_abort_callback_fn = void (*)(any_backend&, bool (*)(void*), void*);
+// "progress": lets a family's transfers move on while the caller computes on the CPU (MPI:
+// Open MPI advances large messages only inside MPI calls); call it between nodes, e.g. from
+// a CPU stream's abort callback. Returns false (never asks to abort).
+using progress_fn = bool (*)();
 
 }  // namespace backend
 TESSERA_END_NAMESPACE

@@ -493,6 +493,22 @@ private:
         }
         s.kv_buf = s.devs.front().kv;
         s.cpu = backend::cpu_init(s.n_threads);
+        // a family whose transfers need the caller's help to move (MPI) gets it between the
+        // CPU's nodes: its "progress" entry as the CPU stream's abort callback
+        for (const placed& pd : s.devs) {
+            if (!pd.stream) continue;
+            const backend::registry& reg = backend::registry::global();
+            for (std::size_t i = 0; i < reg.reg_count(); ++i) {
+                const backend::any_reg g = reg.reg(i);
+                bool mine = false;
+                for (std::size_t k = 0; k < g.device_count() && !mine; ++k) mine = g.device(k) == pd.dev;
+                if (!mine) continue;
+                if (const auto progress = g.proc<backend::progress_fn>("progress")) {
+                    backend::cpu_set_abort_callback(s.cpu, [progress] { return progress(); });
+                    break;
+                }
+            }
+        }
         // the scheduler's backends: the devices with streams of their own in pipeline order, the CPU last
         std::vector<backend::any_backend> streams;
         for (const placed& pd : s.devs)

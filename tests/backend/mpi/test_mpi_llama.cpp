@@ -80,8 +80,10 @@ TEST_CASE("mpi: the llama pipeline across ranks equals one process bit for bit, 
         for (int r = 1; r < s.size(); ++r) pipeline.push_back("MPI" + std::to_string(r));
         std::vector<std::uint64_t> before;
         for (int r = 1; r < s.size(); ++r) before.push_back(worker_bytes_in(r));
+        const std::uint64_t sent = s.traffic().tensor_bytes;
         models::llama_model m = models::llama_model::load(f.path, {.n_threads = 1, .n_ctx = 64, .n_copies = 2, .pipeline = pipeline});
         for (int r = 1; r < s.size(); ++r) CHECK(worker_bytes_in(r) == before[static_cast<std::size_t>(r - 1)]);  // the workers mapped the file
+        CHECK(s.traffic().tensor_bytes == sent);  // (and rank 0 counted no tensor byte either)
         CHECK(m.device_name() == (s.size() == 2 ? "CPU[0-2] MPI1[3-4]+out" : "CPU[0-1] MPI1[2-3] MPI2[4-4]+out"));
         CHECK(bit_equal(run(m), want));
         if (s.size() >= 3) {  // an uneven split, the first device with no layer

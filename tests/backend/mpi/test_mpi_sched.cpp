@@ -80,6 +80,11 @@ TEST_CASE("mpi: the registry lists MPI1.. on rank 0, and best_device() is not a 
     CHECK(mpi_device(0).emulated());
     // the same handle every time (the registry compares identities)
     CHECK(r.reg_by_name("MPI").device(0) == mpi_device(0));
+    // "progress": what llama installs as its CPU stream's abort callback in a pipeline
+    const auto progress = r.reg_by_name("MPI").proc<progress_fn>("progress");
+    REQUIRE(static_cast<bool>(progress));
+    CHECK_FALSE(progress());
+    CHECK(r.reg_by_name("MPI").proc_address("set_n_threads") == nullptr);
 }
 
 TEST_CASE("mpi: the block with its attention on MPI1 equals the CPU alone, bit for bit, at n_copies 1 and 2") {
@@ -134,6 +139,26 @@ TEST_CASE("mpi: rank 0's checks and the worker's errors come back with their mes
     mpi1.get_tensor_async(*t, out, 0, 16);
     mpi1.synchronize();
     CHECK(std::memcmp(in, out, 16) == 0);
+    // a command the worker refuses on the stream, whose event is recorded again before
+    // anyone waits for it: the error is not lost, the stream's next synchronize() throws it
+    const std::uint32_t stream = as_mpi(mpi1)->state()->id();
+    mp::wire_writer bad;
+    mp::write_region(bad, {as_mpi_buffer(*t)->handle(), 64, 8});
+    bad.u64(0);
+    (void)s.command(1, mp::msg_type::set, bad.data(), stream);
+    any_event e = mpi_device(0).event_new();
+    e.record(mpi1);
+    e.record(mpi1);
+    e.synchronize();  // (the second record's own status is clean)
+    std::string msg;
+    try {
+        mpi1.synchronize();
+    } catch (const tessera::error& x) {
+        msg = x.what();
+    }
+    CHECK(msg.rfind("MPI1: set command (seq ", 0) == 0);
+    CHECK(msg.find("dst: bytes [64, +8) run past the 64 bytes of buffer") != std::string::npos);
+    CHECK_NOTHROW(mpi1.synchronize());  // reported once
 }
 
 TEST_SUITE("mpi_multi") {
