@@ -31,10 +31,12 @@
 #include "tessera/core/type_id.hpp"
 #include "tessera/gguf/format.hpp"
 #include "tessera/gguf/metadata.hpp"
-#include "tessera/gguf/mmap.hpp"
+#include "tessera/core/mapped_file.hpp"
 
 TESSERA_BEGIN_NAMESPACE
 namespace gguf {
+
+using tessera::mapped_file;  // (core/mapped_file.hpp; it was gguf::mapped_file first)
 
 static_assert(std::endian::native == std::endian::little,
               "tessera's GGUF reader reads little-endian files on a little-endian host");
@@ -291,7 +293,7 @@ public:
     // Maps path read-only and validates it.
     static file open(const std::string& path) {
         file f;
-        f.map_ = mapped_file::open(path);
+        f.map_ = mapped_file::open(path, "gguf file");
         f.bytes_ = f.map_.bytes();
         f.source_ = path;
         f.parse();
@@ -601,21 +603,7 @@ inline void parser::place_tensor_data(file& f, std::span<const std::uint64_t> in
 // FNV-1a 64 over the bytes before the data section (header, metadata, tensor infos) and
 // the file's size: what tells two copies of a model apart without reading its weights
 // (a remote rank that maps the file itself checks it, backend::file_region).
-inline std::uint64_t header_fingerprint(const file& f) noexcept {
-    std::uint64_t h = 0xcbf29ce484222325ull;
-    const auto b = f.bytes();
-    const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(f.data_offset(), b.size()));
-    for (std::size_t i = 0; i < n; ++i) {
-        h ^= std::to_integer<std::uint8_t>(b[i]);
-        h *= 0x100000001b3ull;
-    }
-    std::uint64_t size = b.size();
-    for (int i = 0; i < 8; ++i, size >>= 8) {
-        h ^= size & 0xffu;
-        h *= 0x100000001b3ull;
-    }
-    return h;
-}
+inline std::uint64_t header_fingerprint(const file& f) noexcept { return prefix_fingerprint(f.bytes(), f.data_offset()); }
 
 }  // namespace gguf
 TESSERA_END_NAMESPACE

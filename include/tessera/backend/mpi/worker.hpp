@@ -42,7 +42,7 @@
 #include "tessera/backend/mpi/wire.hpp"
 #include "tessera/config.hpp"
 #include "tessera/core/error.hpp"
-#include "tessera/gguf/reader.hpp"
+#include "tessera/core/mapped_file.hpp"
 
 TESSERA_BEGIN_NAMESPACE
 namespace backend::mpi {
@@ -465,16 +465,16 @@ private:
                 // (opening a FIFO or a device would block or read forever: regular files only)
                 std::error_code ec;
                 if (!std::filesystem::is_regular_file(path, ec)) fail(errc::io, where + " is not a regular file" + (ec ? ": " + ec.message() : std::string()));
-                auto f = std::make_shared<gguf::file>(gguf::file::open(path));
-                if (!f->is_mapped()) fail(errc::io, where + " is not a mapped file");
-                if (f->data_offset() != off || f->data_section().size() != size)
-                    fail(errc::invalid_argument, where + " has its data section at " + std::to_string(f->data_offset()) + " (" +
-                                                     std::to_string(f->data_section().size()) + " bytes), rank 0's at " + std::to_string(off) +
-                                                     " (" + std::to_string(size) + " bytes): not the same file");
-                if (gguf::header_fingerprint(*f) != fp)
-                    fail(errc::invalid_argument, where + ": its header differs from rank 0's file (fingerprint 0x" +
-                                                     hex64(gguf::header_fingerprint(*f)) + ", expected 0x" + hex64(fp) + "): not the same file");
-                std::byte* base = const_cast<std::byte*>(f->data_section().data());
+                auto f = std::make_shared<mapped_file>(mapped_file::open(path));
+                if (off > f->size() || size > f->size() - off)
+                    fail(errc::invalid_argument, where + " has " + std::to_string(f->size()) + " bytes, rank 0's region is " +
+                                                     std::to_string(size) + " bytes at " + std::to_string(off) + ": not the same file");
+                // the bytes before the region and the file's size (for a GGUF file its
+                // header and tensor table: gguf::header_fingerprint)
+                if (const std::uint64_t mine = prefix_fingerprint(f->bytes(), off); mine != fp)
+                    fail(errc::invalid_argument, where + ": its header differs from rank 0's file (fingerprint 0x" + hex64(mine) +
+                                                     ", expected 0x" + hex64(fp) + "): not the same file");
+                std::byte* base = const_cast<std::byte*>(f->data() + off);
                 out.u64(handles_.add({base, size, true, std::move(f)}));
                 return;
             }
