@@ -219,7 +219,8 @@ def check_all(exes, data, tmp):
             expect(name, exe, ["stray"], 2, ["stray", usage_hint(name)])
             expect(name, exe, ["-m", ""], 2, ["-m", usage_hint(name)], what="empty model name")
             for opt, val in (("-n", "abc"), ("-t", "-3"), ("-t", "0"), ("-c", "12x"), ("-b", ""), ("--temp", "nan"),
-                             ("--top-p", "2"), ("--seed", "-1"), ("--n-copies", "99999999999999999999")):
+                             ("--top-p", "2"), ("--seed", "-1"), ("--n-copies", "99999999999999999999"), ("-ub", "0"),
+                             ("--random-size", "7B")):
                 expect(name, exe, ["-m", missing, opt, val], 2, [opt, "'%s'" % val if not val else val, usage_hint(name)])
             for what, path in bad.items():
                 expect(name, exe, ["-m", path, "-n", "1"], 1, [path], what=what)

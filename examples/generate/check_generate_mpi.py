@@ -2,13 +2,16 @@
 """generate --mpi under mpirun writes exactly what one process writes: greedy tokens of
 ../shared/data's stories260K (f32, and q8_0 when present), one thread per rank, at
 -np 2 (layers split evenly between rank 0's CPU and rank 1, n_copies 2) and at -np 3
-(--split-layers 2,2,1); stderr names the pipeline. Also the usage errors of --mpi.
+(--split-layers 2,2,1); a prompt of about a hundred tokens in micro-batches of 8 (-ub 8,
+the ranks overlapping, n_copies 2) against one process with the same micro-batches;
+stderr names the pipeline and rank 0's traffic. Also the usage errors of --mpi.
 usage: check_generate_mpi.py GENERATE SHARED_DATA MPIRUN [MPIRUN ARGS...]
 Exit 0 when every case matched, 1 otherwise, 77 (meson: skipped) without the model.
 """
 import os
 import subprocess
 import sys
+import tempfile
 import time
 
 exe, data, mpirun = sys.argv[1], sys.argv[2], sys.argv[3:]
@@ -44,8 +47,19 @@ for model in models:
                             (3, ["--split-layers", "2,2,1"], "CPU[0-1] MPI1[2-3] MPI2[4-4]+out")):
         rc, out, err, secs = run(mpirun + ["-np", str(np), exe, "-m", model, "--mpi"] + base + extra)
         check("%s: mpirun -np %d --mpi %s = one process (%.1f s)" % (os.path.basename(model), np, " ".join(extra), secs),
-              rc == 0 and out == want and ("device " + pipe) in err and "generate: mpi: per token " in err,
+              rc == 0 and out == want and ("device " + pipe) in err and "generate: mpi: prompt: per token " in err
+              and "generate: mpi: generation: per token " in err,
               "  rc %d\n  got  %r\n  want %r\n%s" % (rc, out, want, err))
+
+# micro-batches: rank 0 queues micro-batch i+1 while rank 1 computes i
+with tempfile.NamedTemporaryFile("w", suffix=".txt") as f:
+    f.write("Once upon a time there was a little girl named Lily. She liked to play outside in the sun. " * 4)
+    f.flush()
+    ub = ["-m", models[0], "-f", f.name, "-n", "16", "-t", "1", "-ub", "8"]
+    rc, want, err1, _ = run([exe, "--device", "cpu"] + ub)
+    rc2, out, err, secs = run(mpirun + ["-np", "2", exe, "--mpi", "--n-copies", "2"] + ub)
+    check("micro-batches: mpirun -np 2 --mpi -ub 8 --n-copies 2 = one process -ub 8 (%.1f s)" % secs,
+          rc == 0 and rc2 == 0 and out == want and len(want) > 200, "  rc %d %d\n  got  %r\n  want %r\n%s%s" % (rc, rc2, out, want, err1, err))
 
 # usage errors
 rc, out, err, _ = run([exe, "-m", models[0], "--mpi", "-n", "1"])

@@ -11,8 +11,8 @@
 //
 // stdout gets the prompt and then each generated piece as it comes (nothing else; the
 // lines read in -i mode are not echoed); stderr gets the model summary and the prompt
-// and generation speeds. The prompt is processed in batches of -b tokens (one graph
-// each), then one token per graph with the KV cache. The sampler chain and its options
+// and generation speeds. The prompt is processed in graphs of -ub tokens (at most -b;
+// with --mpi rank 0 queues the next while the later ranks compute), then one token per graph with the KV cache. The sampler chain and its options
 // are llama.cpp's (models/sampling.hpp); the prompt's tokens are in the penalties'
 // history, as in llama.cpp.
 #include <cerrno>
@@ -86,6 +86,8 @@ constexpr const char* usage_text =
     "  -t, --threads N      threads (default: all hardware threads)\n"
     "  -c, --ctx-size N     KV cache length (default: min(training context, 4096))\n"
     "  -b, --batch-size N   prompt tokens per graph (default 512)\n"
+    "  -ub, --ubatch-size N micro-batches: graphs of N tokens (default: -b); with --mpi\n"
+    "                       the ranks overlap on successive micro-batches\n"
     "  --kv f16|f32         KV cache type (default f16)\n"
     "  --no-fa              mul_mat + soft_max attention instead of flash_attn_ext\n"
     "  --device NAME        cpu, vulkan, a device name such as Vulkan0, or best (default):\n"
@@ -98,6 +100,8 @@ constexpr const char* usage_text =
     "  --split-layers A,B,..  with --mpi: layers per rank (summing to the layer count;\n"
     "                       default: even, earlier ranks take the remainder)\n"
     "  --random-type TYPE   weight type of the random demo model (default q8_0)\n"
+    "  --random-size S      its size: small (default; 4 layers, 256 wide) or 110M (12 layers,\n"
+    "                       768 wide, 16000 tokens: bench_models' model, for timing)\n"
     "  --random-out PATH    keep the random demo model's GGUF file at PATH\n"
     "  -h, --help           this text\n"
     "  --version            version, compiler and SIMD arch\n";
@@ -109,9 +113,10 @@ struct args {
     bool chat = false;                   // -cnv: messages through a chat template
     std::string chat_template, system;  // "" = the file's template; no system message
     int n_predict = 64, threads = 0;
-    std::int64_t n_ctx = 0, n_batch = 512;
+    std::int64_t n_ctx = 0, n_batch = 512, n_ubatch = 0;
     models::sampler_params sp{.temp = 0.0f, .top_k = 40, .top_p = 0.95f, .seed = 1};
     type_id kv = type_id::f16, random_type = type_id::q8_0;
+    bool random_110m = false;
     bool flash_attn = true;
     std::string device = "best";
     int n_copies = 1;
@@ -274,6 +279,8 @@ args parse(int argc, char** argv, bool& help) {
             a.n_ctx = to_int(o, value(), 1, 1 << 24);
         } else if (o == "-b" || o == "--batch-size") {
             a.n_batch = to_int(o, value(), 1, 1 << 20);
+        } else if (o == "-ub" || o == "--ubatch-size") {
+            a.n_ubatch = to_int(o, value(), 1, 1 << 20);
         } else if (o == "--kv") {
             const std::string v = value();
             if (v == "f16") a.kv = type_id::f16;
@@ -302,6 +309,10 @@ args parse(int argc, char** argv, bool& help) {
             const auto t = type_from_name(v);
             if (!t) throw usage_error("--random-type: unknown type '" + v + "'");
             a.random_type = *t;
+        } else if (o == "--random-size") {
+            const std::string v = value();
+            if (v != "small" && v != "110M") throw usage_error("--random-size: '" + v + "' is not small or 110M");
+            a.random_110m = v == "110M";
         } else if (o == "--random-out") {
             a.random_out = value();
             if (a.random_out.empty()) throw usage_error("--random-out needs a file name, not ''");
@@ -344,6 +355,15 @@ std::string write_random_model(const args& a, remove_on_exit& cleanup) {
     c.n_head = 8;
     c.n_head_kv = 4;
     c.n_ctx = 1024;
+    if (a.random_110m) {  // (bench/bench_models.cpp's ~110 M model)
+        c.n_embd = 768;
+        c.n_layer = 12;
+        c.n_ff = 2048;
+        c.n_head = 12;
+        c.n_head_kv = 12;
+        c.n_ctx = 2048;
+        c.n_vocab = 16000;
+    }
     c.weight_type = a.random_type;
     std::string path = a.random_out;
     if (path.empty()) {
@@ -486,6 +506,7 @@ int run(const args& a, cli::state& st) {
             path, {.n_threads = a.threads,
                    .n_ctx = a.n_ctx,
                    .n_batch = a.n_batch,
+                   .n_ubatch = a.n_ubatch,
                    .kv_type = a.kv,
                    .flash_attn = a.flash_attn,
                    .device = a.device,
@@ -537,9 +558,17 @@ int run(const args& a, cli::state& st) {
         const std::vector<std::int32_t> prompt(ids.begin(), ids.end());
         for (std::int32_t id : prompt) smp.accept(id);  // the penalties see the prompt, as llama.cpp's
         if (a.verbose) std::fprintf(stderr, "generate: prompt ids: %s\n", ids_text(prompt).c_str());
+#if defined(TESSERA_MPI) && TESSERA_MPI
+        const backend::mpi::session* mpi_s = a.mpi ? backend::mpi::session::current() : nullptr;
+        backend::mpi::traffic_counters before_prompt, after_prompt;
+        if (mpi_s) before_prompt = mpi_s->traffic();
+#endif
         auto t0 = std::chrono::steady_clock::now();
         std::vector<float> logits = m.eval(prompt);
         double t_prompt = seconds_since(t0);
+#if defined(TESSERA_MPI) && TESSERA_MPI
+        if (mpi_s) after_prompt = mpi_s->traffic();
+#endif
         std::size_t n_prompt = prompt.size();  // tokens of the prompt and the lines read (-i)
         if (!a.logits_out.empty()) write_logits(a.logits_out, logits);
 
@@ -620,14 +649,19 @@ int run(const args& a, cli::state& st) {
                      t_gen * 1e3, n_eval > 0 ? n_eval / t_gen : 0.0, n_gen);
         std::fprintf(stderr, "generate: compute buffer %.2f MiB\n", static_cast<double>(m.compute_buffer_size()) / (1024.0 * 1024.0));
 #if defined(TESSERA_MPI) && TESSERA_MPI
-        if (const backend::mpi::session* s = a.mpi ? backend::mpi::session::current() : nullptr) {
-            const auto& t = s->traffic();
-            const double n = static_cast<double>(std::max<std::size_t>(n_prompt + static_cast<std::size_t>(std::max(n_eval, 0)), 1));
-            std::fprintf(stderr,
-                         "generate: mpi: per token %.0f bytes of tensors, %.0f worker to worker, %.0f of graph encodings (%.1f graphs), "
-                         "%.0f of control (%.1f commands)\n",
-                         static_cast<double>(t.tensor_bytes) / n, static_cast<double>(t.peer_bytes) / n, static_cast<double>(t.graph_bytes) / n,
-                         static_cast<double>(t.graphs) / n, static_cast<double>(t.control_bytes) / n, static_cast<double>(t.commands) / n);
+        if (mpi_s) {  // rank 0's MPI traffic: the first prompt's per prompt token, the rest per token run one by one
+            auto line = [](const char* what, const backend::mpi::traffic_counters& a0, const backend::mpi::traffic_counters& a1, std::size_t n_tok) {
+                const double n = static_cast<double>(std::max<std::size_t>(n_tok, 1));
+                auto per = [n](std::uint64_t x0, std::uint64_t x1) { return static_cast<double>(x1 - x0) / n; };
+                std::fprintf(stderr,
+                             "generate: mpi: %s: per token %.0f bytes of tensors, %.0f worker to worker, %.0f of graph encodings "
+                             "(%.1f graphs), %.0f of control (%.1f commands)\n",
+                             what, per(a0.tensor_bytes, a1.tensor_bytes), per(a0.peer_bytes, a1.peer_bytes),
+                             per(a0.graph_bytes, a1.graph_bytes), per(a0.graphs, a1.graphs), per(a0.control_bytes, a1.control_bytes),
+                             per(a0.commands, a1.commands));
+            };
+            line("prompt", before_prompt, after_prompt, prompt.size());
+            line("generation", after_prompt, mpi_s->traffic(), static_cast<std::size_t>(std::max(n_eval, 0)));
         }
 #endif
         return 0;

@@ -137,6 +137,26 @@ TEST_CASE("random model: a small n_batch splits the prompt into several graphs")
     CHECK(rel_diff(b.m->eval(toks, true), a.m->eval(toks, true)) < 1e-4);
 }
 
+TEST_CASE("random model: micro-batches (n_ubatch) give the logits of one graph, and n_ubatch is clamped to n_batch") {
+    const auto w = models::random_llama(small_config());
+    auto a = load(w, {.n_threads = 1, .kv_type = type_id::f32});
+    const auto toks = some_tokens(a.m->n_vocab(), 23);
+    const auto all = a.m->eval(toks, true);
+    a.m->reset();
+    const auto last = a.m->eval(toks);
+    for (const std::int64_t ub : {1, 5, 23, 100}) {
+        CAPTURE(ub);
+        auto b = load(w, {.n_threads = 1, .n_batch = 16, .n_ubatch = ub, .kv_type = type_id::f32});
+        CHECK(b.m->n_ubatch() == std::min<std::int64_t>(ub, 16));
+        CHECK(rel_diff(b.m->eval(toks, true), all) < 1e-4);
+        CHECK(b.m->n_past() == 23);
+        b.m->reset();
+        // without all_logits only the last micro-batch is waited for and read
+        CHECK(rel_diff(b.m->eval(toks), last) < 1e-4);
+        CHECK(b.m->n_past() == 23);
+    }
+}
+
 TEST_CASE("random model: 1 and 2 threads, every arch, flash attention and soft_max agree") {
     const auto w = models::random_llama(small_config());
     const auto toks = some_tokens(386, 32);

@@ -153,6 +153,8 @@ TEST_CASE("hostile models: options outside their range are refused") {
     CHECK(ctx.find("n_ctx 1099511627776 is outside 0..16777216") != std::string::npos);
     const std::string batch = load_error(bytes, {.n_threads = 1, .n_batch = 0});
     CHECK(batch.find("n_batch must be >= 1") != std::string::npos);
+    const std::string ubatch = load_error(bytes, {.n_threads = 1, .n_ubatch = -1});
+    CHECK(ubatch.find("n_ubatch must be >= 0 (0: n_batch)") != std::string::npos);
     const std::string copies = load_error(bytes, {.n_threads = 1, .n_copies = 9});
     CHECK(copies.find("n_copies must be 1..") != std::string::npos);
 }

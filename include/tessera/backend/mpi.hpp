@@ -14,7 +14,8 @@
 //   mpi_init(i, params)  a stream (params: its thread count): graphs travel encoded
 //                        (graph_codec.hpp), tensor I/O as SET/GET/COPY/PEER messages
 //   event_new()          an event: one MPI request for that rank's EVENT_DONE
-//   supports_op(x)       asked of the worker (SUPPORTS_OP), cached per encoding
+//   supports_op(x)       the worker's answer, cached per encoding: a CPU worker's is computed
+//                        on rank 0 by the same check (probe_support), others are asked (SUPPORTS_OP)
 // The session registers the family in registry::global() when it starts and removes it
 // when it ends. Only the thread that started the session calls MPI (MPI_THREAD_FUNNELED).
 #pragma once
@@ -66,6 +67,7 @@ struct peer_info {
     std::string host;
     long pid = 0;
     memory_info memory;
+    bool cpu = false;         // its device is this build's CPU: supports_op is answered on rank 0
 };
 namespace detail {
 inline std::deque<peer_info>& peer_table() {
@@ -294,17 +296,22 @@ public:
     }
 
     // ---- rank 0: what the MPI devices use --------------------------------------------------------
-    // SET of the bytes at p into g: inline up to max_inline_payload, else as bulk bytes (copied
-    // now either way, so p may be reused at once).
-    void send_set(int r, std::uint32_t stream, const region& g, const void* p) {
+    // SET of the bytes at p into g: inline up to max_inline_payload, else as bulk bytes,
+    // copied now either way so p may be reused at once; with `waited` the bulk bytes go from
+    // p itself and the call returns when MPI has sent them (a synchronous set_tensor: no
+    // copy, and the transfer makes progress while rank 0 waits instead of only when it
+    // next calls MPI).
+    void send_set(int r, std::uint32_t stream, const region& g, const void* p, bool waited = false) {
         wire_writer w;
         write_region(w, g);
         const auto bytes = std::span<const std::byte>(static_cast<const std::byte*>(p), static_cast<std::size_t>(g.size));
         const bool bulk = g.size > max_inline_payload;
         if (!bulk) w.bytes(bytes);
         (void)command(r, msg_type::set, w.data(), stream, bulk ? header_flag_bulk_follows : 0);
-        if (bulk) send_bulk(r, bytes);
-        else traffic_.control_bytes -= g.size;
+        if (bulk && waited) t_->send_chunked_waited(t_->data(), r, tag_bulk, bytes, "SET of " + bytes_str(g.size) + " to rank " + std::to_string(r));
+        else if (bulk) send_bulk(r, bytes);
+        if (!bulk) traffic_.control_bytes -= g.size;
+        if (!bulk && waited) t_->drain();
         traffic_.tensor_bytes += g.size;
     }
     // GET of g into q: the receives are posted before the command (so they match the
@@ -380,11 +387,21 @@ public:
         }
     }
 
-    // Does rank r compute the one-node graph `enc` (SUPPORTS_OP, cached per encoding)?
+    // Does rank r compute the one-node graph `enc`? Cached per encoding. A worker whose
+    // device is this build's CPU (HELLO; the build ids match) is answered here by the same
+    // check it would run (probe_support), without a round trip; any other is asked.
     bool supports(int r, const std::vector<std::byte>& enc) {
         auto& cache = supports_.at(static_cast<std::size_t>(r));
         std::string key(reinterpret_cast<const char*>(enc.data()), enc.size());
         if (const auto it = cache.find(key); it != cache.end()) return it->second;
+        const auto& tab = detail::peer_table();
+        const bool local = static_cast<std::size_t>(r - 1) < tab.size() && tab[static_cast<std::size_t>(r - 1)].cpu;
+        const bool ok = local ? probe_support(enc, "MPI" + std::to_string(r) + ": graph", 0).empty() : ask_supports(r, enc);
+        cache.emplace(std::move(key), ok);
+        return ok;
+    }
+    // Asks rank r (SUPPORTS_OP; not cached): the round trip supports() saves for CPU workers.
+    bool ask_supports(int r, std::span<const std::byte> enc) {
         wire_writer w;
         w.u64(enc.size());
         w.bytes(enc);
@@ -393,7 +410,6 @@ public:
         const bool ok = rd.boolean("supported");
         (void)rd.str("reason", max_status_message);
         rd.expect_end();
-        cache.emplace(std::move(key), ok);
         return ok;
     }
 
@@ -432,7 +448,7 @@ private:
             peer_info pi;
             pi.pid = static_cast<long>(rd.u32("pid"));
             pi.host = std::string(rd.str("hostname", 255));
-            (void)rd.str("device", 255);
+            pi.cpu = rd.str("device", 255) == "CPU";
             const std::string cpu(rd.str("description", max_status_message));
             pi.memory.free = static_cast<std::size_t>(rd.u64("memory free"));
             pi.memory.total = static_cast<std::size_t>(rd.u64("memory total"));
@@ -601,7 +617,7 @@ public:
         return region_of(x, off, n);
     }
     void set_tensor(node& x, const void* p, std::size_t off, std::size_t n) {
-        if (n) mpi::session::require(s_->rank).send_set(s_->rank, 0, writable_region_of(x, off, n), p);
+        if (n) mpi::session::require(s_->rank).send_set(s_->rank, 0, writable_region_of(x, off, n), p, true);
     }
     void get_tensor(const node& x, void* q, std::size_t off, std::size_t n) const {
         if (n) mpi::session::require(s_->rank).get_now(s_->rank, region_of(x, off, n), q);

@@ -145,7 +145,11 @@ public:
     // How many times a compute buffer had to be re-allocated because a graph outgrew it.
     std::size_t n_reallocs() const noexcept { return reallocs_; }
 
-    // Forgets assignments and allocations (user assignments too).
+    // Forgets assignments and allocations (user assignments too). The copy set rotation
+    // goes on (as ggml's), so a caller that builds a new graph per batch (llama's
+    // micro-batches) still pipelines; the next graph's copies may then lie where the
+    // previous graph's tensors did, which is safe because every stream runs its commands
+    // (copies included) in order: CPU, Vulkan, MPI.
     void reset() {
         user_.clear();
         assigned_.clear();
@@ -153,7 +157,6 @@ public:
         copy_src_.clear();
         redirects_.clear();
         allocated_ = nullptr;
-        cur_copy_ = 0;
     }
 
     // Sizes the compute buffers for a worst-case graph, so that smaller graphs
@@ -247,6 +250,13 @@ public:
 
     void synchronize() {
         for (auto& b : backends_) b.synchronize();
+    }
+    // Waits for every backend and drops their errors (for a caller already failing).
+    void synchronize_quietly() noexcept {
+        for (auto& b : backends_) try {
+                b.synchronize();
+            } catch (...) {
+            }
     }
 
     // One line per split: backend, node range, inputs.
@@ -520,7 +530,10 @@ private:
         for (std::size_t b = 0; b < buf_types_.size(); ++b) {
             const std::size_t need = p.buffers[b].peak;
             if (!buffers_[b] || buffers_[b].size() < need) {
-                if (buffers_[b]) ++reallocs_;
+                if (buffers_[b]) {
+                    ++reallocs_;
+                    synchronize();  // queued work may still use the old buffer
+                }
                 buffers_[b] = any_buffer();
                 try {
                     buffers_[b] = buf_types_[b].alloc_buffer(need);

@@ -65,6 +65,11 @@ struct llama_options {
     int n_threads = 0;                 // 0: the machine's hardware threads
     std::int64_t n_ctx = 0;            // KV cache length; 0: min(training context, 4096)
     std::int64_t n_batch = 512;        // prompt tokens per graph
+    // Micro-batches (llama.cpp's n_ubatch): graphs of at most this many tokens; 0 = n_batch,
+    // larger values are clamped to n_batch. In a pipeline (below) rank 0 queues micro-batch
+    // i+1 while later devices still compute micro-batch i, so the devices overlap on a long
+    // prompt; only the last one's logits are waited for (unless all_logits).
+    std::int64_t n_ubatch = 0;
     type_id kv_type = type_id::f16;    // f16 or f32
     bool flash_attn = true;            // flash_attn_ext; false: mul_mat + soft_max + mul_mat
     // Where the model runs: "cpu" (the CPU backend alone); "best" (registry::best_device():
@@ -157,7 +162,7 @@ public:
         s_->n_past = n;
     }
 
-    // Feeds tokens at positions n_past, n_past+1, ...; prompts longer than n_batch run in
+    // Feeds tokens at positions n_past, n_past+1, ...; prompts longer than n_ubatch run in
     // several graphs. Returns the logits of the last token (n_vocab floats), or with
     // all_logits those of every token (token i at [i * n_vocab, (i+1) * n_vocab)).
     std::vector<float> eval(std::span<const std::int32_t> tokens, bool all_logits = false) {
@@ -173,21 +178,37 @@ public:
                                                  std::to_string(s_->hp.n_vocab));
         std::vector<float> out;
         if (all_logits) out.reserve(static_cast<std::size_t>(n * s_->hp.n_vocab));
-        for (std::int64_t i0 = 0; i0 < n; i0 += s_->opt.n_batch) {
-            const std::int64_t k = std::min(s_->opt.n_batch, n - i0);
-            const bool last = i0 + k == n;
-            std::vector<float> part;
-            try {
-                part = eval_batch(tokens.subspan(static_cast<std::size_t>(i0), static_cast<std::size_t>(k)), all_logits);
-            } catch (const std::bad_alloc&) {
-                fail(errc::out_of_memory, "llama_model::eval: ran out of memory for a batch of " + std::to_string(k) +
-                                              " tokens after " + std::to_string(s_->n_past) +
-                                              " cached ones; try a smaller batch (n_batch) or context (n_ctx)");
+        const std::int64_t ub = n_ubatch(), past = s_->n_past;
+        try {
+            for (std::int64_t i0 = 0; i0 < n; i0 += ub) {
+                const std::int64_t k = std::min(ub, n - i0);
+                const bool last = i0 + k == n;
+                std::vector<float> part;
+                try {
+                    if (i0 == 0) reserve(std::min(ub, n), past + n, all_logits);
+                    // only logits that are read wait for the devices: earlier micro-batches are queued
+                    part = eval_batch(tokens.subspan(static_cast<std::size_t>(i0), static_cast<std::size_t>(k)), all_logits,
+                                      all_logits || last);
+                } catch (const std::bad_alloc&) {
+                    fail(errc::out_of_memory, "llama_model::eval: ran out of memory for a batch of " + std::to_string(k) +
+                                                  " tokens after " + std::to_string(s_->n_past) +
+                                                  " cached ones; try a smaller batch (n_batch) or context (n_ctx)");
+                }
+                if (all_logits) out.insert(out.end(), part.begin(), part.end());
+                else if (last) out = std::move(part);
             }
-            if (all_logits) out.insert(out.end(), part.begin(), part.end());
-            else if (last) out = std::move(part);
+        } catch (...) {
+            // nothing queued outlives a failed eval, and the cache holds what it held before
+            s_->sched->synchronize_quietly();
+            s_->n_past = past;
+            throw;
         }
         return out;
+    }
+
+    // Tokens per graph: n_ubatch (0: n_batch), at most n_batch.
+    std::int64_t n_ubatch() const noexcept {
+        return s_->opt.n_ubatch > 0 ? std::min(s_->opt.n_ubatch, s_->opt.n_batch) : s_->opt.n_batch;
     }
 
     // The graph of one batch (for printing or inspection): n tokens at position n_past.
@@ -239,6 +260,8 @@ private:
         int n_threads = 1;
         int last_splits = 0;
         std::size_t last_on_device = 0;
+        std::int64_t res_n = 0, res_kv = 0;  // the largest graph the compute buffers were sized for
+        bool res_all = false;
     };
     struct built {
         graph::cgraph g;
@@ -345,6 +368,7 @@ private:
             fail(errc::unsupported, "llama_model: KV cache type " + std::string(type_name(s.opt.kv_type)) +
                                         " (only f16 and f32 so far)");
         if (s.opt.n_batch < 1) fail(errc::invalid_argument, "llama_model: n_batch must be >= 1");
+        if (s.opt.n_ubatch < 0) fail(errc::invalid_argument, "llama_model: n_ubatch must be >= 0 (0: n_batch)");
         if (s.opt.n_ctx < 0 || s.opt.n_ctx > llama_hparams::max_context)
             fail(errc::invalid_argument, "llama_model: n_ctx " + std::to_string(s.opt.n_ctx) + " is outside 0.." +
                                              std::to_string(llama_hparams::max_context) + " (0: the training context, at most 4096)");
@@ -541,13 +565,15 @@ private:
         fail(errc::invalid_argument, "llama_model: no device '" + name + "' (devices: " + r.names() + "; or cpu, best)");
     }
 
-    built build(std::int64_t n, bool all_logits) {
+    // The graph of n tokens at n_past (n_kv: the cached positions it attends to, n_past + n
+    // unless a worst case is being sized).
+    built build(std::int64_t n, bool all_logits, std::int64_t n_kv = 0) {
         using namespace graph;
         state& s = *s_;
         const llama_hparams& h = s.hp;
         context& ctx = *s.ctx;
         const std::int64_t E = h.n_embd, D = h.n_embd_head(), H = h.n_head, HKV = h.n_head_kv;
-        const std::int64_t n_kv = s.n_past + n;
+        if (n_kv <= 0) n_kv = s.n_past + n;
         const float kq_scale = 1.0f / std::sqrt(static_cast<float>(D));
         built b;
         any_tensor tokens = new_tensor(ctx, type_id::i32, {n, 1, 1, 1}, "inp_tokens");
@@ -640,7 +666,37 @@ private:
         }
     }
 
-    std::vector<float> eval_batch(std::span<const std::int32_t> toks, bool all_logits) {
+    // Sizes the compute buffers for graphs of up to n tokens attending to up to n_kv cached
+    // positions (rounded up to a multiple of 256, at most n_ctx), so that the graphs of an
+    // eval, and the next tokens' decode graphs, allocate nothing: a buffer that grows while
+    // micro-batches are queued would make the scheduler wait for them, and one per token
+    // costs an allocation per token (a round trip for a remote device).
+    void reserve(std::int64_t n, std::int64_t n_kv, bool all_logits) {
+        state& s = *s_;
+        n_kv = std::min(s.n_ctx, (n_kv + 255) / 256 * 256);
+        if (n <= s.res_n && n_kv <= s.res_kv && (!all_logits || s.res_all)) return;
+        n = std::max(n, s.res_n);
+        n_kv = std::max(n_kv, s.res_kv);
+        all_logits = all_logits || s.res_all;
+        s.mark = s.ctx->size();
+        struct guard {
+            state& s;
+            ~guard() {
+                s.sched->reset();
+                s.ctx->rollback(s.mark);
+            }
+        } g{s};
+        built b = build(n, all_logits, n_kv);
+        if (s.devs.size() > 1) pin(b);
+        s.sched->reserve(b.g);
+        s.res_n = n;
+        s.res_kv = n_kv;
+        s.res_all = all_logits;
+    }
+
+    // Computes one graph of toks; with wait false it only queues the compute (the logits are
+    // not read, and an empty vector is returned).
+    std::vector<float> eval_batch(std::span<const std::int32_t> toks, bool all_logits, bool wait) {
         state& s = *s_;
         const auto n = static_cast<std::int64_t>(toks.size());
         const std::int64_t n_kv = s.n_past + n;
@@ -670,6 +726,11 @@ private:
         backend::tensor_set(*b.pos, pos.data(), 0, pos.size() * sizeof(std::int32_t));
         backend::tensor_set(*b.kv_idx, idx.data(), 0, idx.size() * sizeof(std::int64_t));
         backend::tensor_set(*b.mask, mask.data(), 0, mask.size() * sizeof(float));
+        if (!wait) {
+            s.sched->graph_compute_async(b.g);
+            s.n_past += n;
+            return {};
+        }
         s.sched->graph_compute(b.g);
         s.last_splits = s.sched->n_splits();
         s.last_on_device = 0;

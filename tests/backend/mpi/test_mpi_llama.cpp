@@ -128,3 +128,30 @@ TEST_CASE("mpi: buffer_from_file maps the file on the worker: its bytes, read-on
     CHECK_THROWS_WITH_AS(d.buffer_from_file({"/dev/null", 0, 0, 0}), "MPI rank 1: '/dev/null' is not a regular file", tessera::error);
     CHECK_THROWS_WITH_AS(cpu_device().buffer_from_file({f.path, 0, 0, 0}), "device CPU cannot map a file", tessera::error);
 }
+
+TEST_CASE("mpi: micro-batches through the pipeline equal one process's, bit for bit, at n_copies 1 and 2") {
+    const mp::session& s = *mp::session::current();
+    const model_file f(false);
+    std::vector<std::int32_t> prompt;
+    for (int i = 0; i < 29; ++i) prompt.push_back(static_cast<std::int32_t>((i * 37 + 5) % 200));
+    auto go = [&](models::llama_model& m) {
+        std::vector<std::vector<float>> out;
+        out.push_back(m.eval(prompt));  // only the last micro-batch is waited for
+        const std::int32_t t = 9;
+        out.push_back(m.eval(std::span<const std::int32_t>(&t, 1)));
+        m.truncate(3);
+        out.push_back(m.eval(std::span<const std::int32_t>(prompt).subspan(3, 11), true));  // every micro-batch read
+        return out;
+    };
+    models::llama_model one = models::llama_model::load(f.path, {.n_threads = 1, .n_ctx = 64, .n_ubatch = 4, .device = "cpu"});
+    const auto want = go(one);
+    std::vector<std::string> pipeline{"CPU"};
+    for (int r = 1; r < s.size(); ++r) pipeline.push_back("MPI" + std::to_string(r));
+    for (const int copies : {1, 2}) {
+        CAPTURE(copies);
+        models::llama_model m = models::llama_model::load(
+            f.path, {.n_threads = 1, .n_ctx = 64, .n_ubatch = 4, .n_copies = copies, .pipeline = pipeline});
+        CHECK(bit_equal(go(m), want));
+        CHECK(m.n_past() == 14);
+    }
+}

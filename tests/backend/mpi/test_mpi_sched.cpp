@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "../block.hpp"
+#include "graph_cases.hpp"
 #include "tessera/backend/mpi.hpp"
 #include "tessera/backend/registry.hpp"
 
@@ -210,4 +211,29 @@ TEST_CASE("mpi: a long pipeline over every worker stays bit-equal to the CPU alo
         s.graph_compute(p.b.g);
         CHECK(bit_equal(tensor_to_f32(*p.b.out.get()), want));
     }
+}
+
+TEST_CASE("mpi: supports_op answered on rank 0 for a CPU worker equals the worker's own answer") {
+    codec_test::test_graph t = codec_test::make_llama_like();
+    // and nodes the CPU refuses (no iq2_xxs kernels yet): a mul_mat and a get_rows
+    graph::context& c = *t.ctx;
+    const graph::any_tensor w = graph::new_tensor(c, type_id::iq2_xxs, {256, 2, 1, 1}, "w_iq2");
+    const graph::any_tensor x = graph::new_tensor(c, type_id::f32, {256, 1, 1, 1}, "x");
+    const graph::any_tensor ids = graph::new_tensor(c, type_id::i32, {1, 1, 1, 1}, "ids");
+    std::vector<graph::node*> nodes(t.g.nodes().begin(), t.g.nodes().end());
+    nodes.push_back(graph::mul_mat(w, x).get());
+    nodes.push_back(graph::get_rows(w, ids).get());
+    mp::session& s = *mp::session::current();
+    int yes = 0, no = 0;
+    for (graph::node* n : nodes) {
+        if (!graph::replayable(n->op)) continue;
+        node* const one[] = {n};
+        const auto enc = mp::encode_graph(graph_view(std::span<node* const>(one)), [](const node&) { return mp::location{1, 0}; });
+        const bool here = s.supports(1, enc), there = s.ask_supports(1, enc);
+        CHECK_MESSAGE(here == there, n->name, " (", graph::op_name(n->op), ")");
+        (here ? yes : no) += 1;
+        CHECK(mpi_device(0).supports_op(*n) == here);
+    }
+    CHECK(yes > 30);
+    CHECK(no >= 2);
 }

@@ -58,6 +58,9 @@ public:
     virtual void send_event(std::uint32_t slot, std::vector<std::byte> msg) = 0;
     // Bytes for rank 0 (a GET); the transport owns them until they are sent.
     virtual void send_bulk(std::vector<std::byte> bytes) = 0;
+    // The same from memory that may change once this returns (a GET of a tensor: the next
+    // command may overwrite it): a copy to send_bulk, or sent and waited for.
+    virtual void send_bulk_from(std::span<const std::byte> bytes) { send_bulk(std::vector<std::byte>(bytes.begin(), bytes.end())); }
     // Exactly into.size() bytes from rank 0 (a SET or GRAPH whose payload did not fit inline).
     virtual void recv_bulk(std::span<std::byte> into) = 0;
     // Tensor bytes to / from another worker rank, matched by the transfer id.
@@ -91,6 +94,28 @@ struct worker_stats {
     std::uint64_t bytes_in = 0, bytes_out = 0;  // SET / PEER_RECV payloads in, GET / PEER_SEND out
     std::uint64_t graphs = 0, nodes = 0;
 };
+
+// Would a CPU worker of this build compute the one-node graph `enc` (whose roots all say
+// handle 1, offset 0)? It is decoded against a table whose handle 1 has no memory, so
+// nothing is bound or computed: every check of the decoder, then the CPU's
+// unsupported_reason. Returns "" when it would, else why not. SUPPORTS_OP answers with
+// this on the worker; rank 0 calls it itself for a worker that said at HELLO that its
+// device is this build's CPU (the same answer without a round trip).
+inline std::string probe_support(std::span<const std::byte> enc, std::string what, std::size_t origin) {
+    handle_table probe;
+    probe.add({nullptr, std::uint64_t{1} << 62, false, nullptr});
+    decode_options o;
+    o.what = std::move(what);
+    o.origin = origin;
+    o.unsupported = [](const graph::node& x) { return cpu::unsupported_reason(x); };
+    try {
+        (void)decode_graph(enc, probe, o);
+        return {};
+    } catch (const tessera::error& e) {
+        std::string why = e.what();
+        return why.empty() ? std::string("refused") : why;
+    }
+}
 
 class worker_core {
 public:
@@ -316,9 +341,8 @@ private:
                     t_.send_bulk({});
                     throw;
                 }
-                std::vector<std::byte> b(p, p + g.size);
                 stats_.bytes_out += g.size;
-                t_.send_bulk(std::move(b));
+                t_.send_bulk_from(std::span<const std::byte>(p, static_cast<std::size_t>(g.size)));
                 return;
             }
             case msg_type::memset: {
@@ -435,21 +459,9 @@ private:
                     r.fail_here("graph size " + std::to_string(n) + " does not match the " + std::to_string(r.remaining()) + " bytes that follow");
                 const auto enc = r.bytes(static_cast<std::size_t>(n), "graph");
                 r.expect_end();
-                handle_table probe;
-                probe.add({nullptr, std::uint64_t{1} << 62, false, nullptr});
-                decode_options o;
-                o.what = what(h) + ": graph";
-                o.origin = at + 8;
-                o.unsupported = [](const graph::node& x) { return cpu::unsupported_reason(x); };
-                try {
-                    (void)decode_graph(enc, probe, o);
-                    out.u8(1);
-                    out.str("");
-                } catch (const tessera::error& e) {
-                    const std::string_view why = e.what();
-                    out.u8(0);
-                    out.str(why.substr(0, max_status_message));
-                }
+                const std::string why = probe_support(enc, what(h) + ": graph", at + 8);
+                out.u8(why.empty() ? 1 : 0);
+                out.str(std::string_view(why).substr(0, max_status_message));
                 return;
             }
             case msg_type::buf_map_file: {
