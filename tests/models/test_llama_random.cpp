@@ -137,6 +137,31 @@ TEST_CASE("random model: a small n_batch splits the prompt into several graphs")
     CHECK(rel_diff(b.m->eval(toks, true), a.m->eval(toks, true)) < 1e-4);
 }
 
+TEST_CASE("random model: a decode graph is built once per 256 positions and re-used, with the logits of a fresh build") {
+    auto c = small_config();
+    c.n_ctx = 600;
+    const auto w = models::random_llama(c);
+    auto a = load(w, {.n_threads = 1, .n_ctx = 600, .kv_type = type_id::f32});
+    const auto toks = some_tokens(a.m->n_vocab(), 300);
+    (void)a.m->eval(std::span(toks).first(20), true);
+    CHECK(a.m->n_graph_builds() == 1);
+    // one by one from position 20: one graph for positions 20..255, one for 256..299
+    std::vector<float> last;
+    for (std::size_t i = 20; i < 300; ++i) last = a.m->eval(std::span(toks).subspan(i, 1));
+    CHECK(a.m->n_graph_builds() == 3);
+    CHECK(a.m->n_past() == 300);
+    // the same logits as one graph of all 300 tokens
+    auto b = load(w, {.n_threads = 1, .n_ctx = 600, .kv_type = type_id::f32});
+    const auto ref = b.m->eval(toks);
+    CHECK(rel_diff(last, ref) < 1e-4);
+    // after truncate the cache's later slots still hold old keys: masked, not read
+    a.m->truncate(100);
+    const auto again = a.m->eval(std::span(toks).subspan(100, 1));
+    auto d = load(w, {.n_threads = 1, .n_ctx = 600, .kv_type = type_id::f32});
+    const auto ref101 = d.m->eval(std::span(toks).first(101));
+    CHECK(rel_diff(again, ref101) < 1e-4);
+}
+
 TEST_CASE("random model: micro-batches (n_ubatch) give the logits of one graph, and n_ubatch is clamped to n_batch") {
     const auto w = models::random_llama(small_config());
     auto a = load(w, {.n_threads = 1, .kv_type = type_id::f32});

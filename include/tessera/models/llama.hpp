@@ -133,6 +133,10 @@ public:
     // nodes ran on device_name() (all of them when that is the CPU).
     int last_n_splits() const noexcept { return s_->last_splits; }
     std::size_t last_nodes_on_device() const noexcept { return s_->last_on_device; }
+    // Graphs built by eval so far: one per new shape (tokens per graph, attention length
+    // padded to 256, all_logits); an eval of the last shape re-uses its graph, placement
+    // and allocation and only sets the inputs (a decode graph serves 256 tokens).
+    std::uint64_t n_graph_builds() const noexcept { return s_->n_builds; }
     // Number of parameters (elements of all weight tensors).
     std::int64_t n_params() const noexcept { return s_->n_params; }
     // Bytes of all weight tensors.
@@ -214,6 +218,7 @@ public:
     // The graph of one batch (for printing or inspection): n tokens at position n_past.
     // Builds into the model's context; call discard_graph() when done.
     graph::cgraph build_graph(std::int64_t n, bool all_logits) {
+        drop_graph();
         s_->mark = s_->ctx->size();
         return build(n, all_logits).g;
     }
@@ -233,6 +238,11 @@ private:
         bool upload = false;          // weights are copied into `weights` tensor by tensor
         std::int64_t first = 0, end = 0;
         graph::node* rope_freqs = nullptr;
+    };
+    struct built {
+        graph::cgraph g;
+        graph::node *tokens, *pos, *kv_idx, *mask, *logits;
+        std::vector<std::size_t> layer_start;  // node id where layer i's nodes begin; then the output's
     };
     struct state {
         gguf::file file;
@@ -262,11 +272,13 @@ private:
         std::size_t last_on_device = 0;
         std::int64_t res_n = 0, res_kv = 0;  // the largest graph the compute buffers were sized for
         bool res_all = false;
-    };
-    struct built {
-        graph::cgraph g;
-        graph::node *tokens, *pos, *kv_idx, *mask, *logits;
-        std::vector<std::size_t> layer_start;  // node id where layer i's nodes begin; then the output's
+        // The last eval's graph, kept built, placed and allocated: the next eval of the same
+        // shape (n tokens, padded attention length, all_logits) only sets its inputs.
+        std::unique_ptr<built> graph;
+        std::size_t graph_mark = 0;
+        std::int64_t graph_n = 0, graph_kv = 0;
+        bool graph_all = false;
+        std::uint64_t n_builds = 0;
     };
 
     std::unique_ptr<state> s_;
@@ -673,8 +685,9 @@ private:
     // costs an allocation per token (a round trip for a remote device).
     void reserve(std::int64_t n, std::int64_t n_kv, bool all_logits) {
         state& s = *s_;
-        n_kv = std::min(s.n_ctx, (n_kv + 255) / 256 * 256);
+        n_kv = padded_kv(n_kv);
         if (n <= s.res_n && n_kv <= s.res_kv && (!all_logits || s.res_all)) return;
+        drop_graph();
         n = std::max(n, s.res_n);
         n_kv = std::max(n_kv, s.res_kv);
         all_logits = all_logits || s.res_all;
@@ -694,23 +707,62 @@ private:
         s.res_all = all_logits;
     }
 
+    // The attention length of a graph whose last position is n_kv - 1: rounded up to a
+    // multiple of kv_pad (at most n_ctx), as llama.cpp pads it; the slots past the last
+    // position are masked (-inf). So a decode graph keeps its shape for kv_pad tokens and is
+    // reused. (The cache is zeroed at load, so a masked slot never holds a NaN.)
+    static constexpr std::int64_t kv_pad = 256;
+    std::int64_t padded_kv(std::int64_t n_kv) const noexcept { return std::min(s_->n_ctx, (n_kv + kv_pad - 1) / kv_pad * kv_pad); }
+
+    // Forgets the kept graph (its nodes, placement and allocation).
+    void drop_graph() noexcept {
+        state& s = *s_;
+        if (!s.graph) return;
+        s.graph.reset();
+        s.sched->reset();
+        s.ctx->rollback(s.graph_mark);
+    }
+
+    // The graph for n tokens at n_past: the kept one when the shape matches, else built,
+    // placed and allocated (and kept).
+    built& graph_for(std::int64_t n, bool all_logits) {
+        state& s = *s_;
+        const std::int64_t kv = padded_kv(s.n_past + n);
+        if (s.graph && s.graph_n == n && s.graph_kv == kv && s.graph_all == all_logits) return *s.graph;
+        drop_graph();
+        s.graph_mark = s.ctx->size();
+        try {
+            auto b = std::make_unique<built>(build(n, all_logits, kv));
+            if (s.devs.size() > 1) pin(*b);
+            s.sched->alloc_graph(b->g);
+            s.graph = std::move(b);
+        } catch (...) {
+            s.sched->reset();
+            s.ctx->rollback(s.graph_mark);
+            throw;
+        }
+        ++s.n_builds;
+        s.graph_n = n;
+        s.graph_kv = kv;
+        s.graph_all = all_logits;
+        return *s.graph;
+    }
+
     // Computes one graph of toks; with wait false it only queues the compute (the logits are
     // not read, and an empty vector is returned).
     std::vector<float> eval_batch(std::span<const std::int32_t> toks, bool all_logits, bool wait) {
+        try {
+            return run_batch(toks, all_logits, wait);
+        } catch (...) {
+            drop_graph();
+            throw;
+        }
+    }
+    std::vector<float> run_batch(std::span<const std::int32_t> toks, bool all_logits, bool wait) {
         state& s = *s_;
         const auto n = static_cast<std::int64_t>(toks.size());
-        const std::int64_t n_kv = s.n_past + n;
-        s.mark = s.ctx->size();
-        struct guard {
-            state& s;
-            ~guard() {
-                s.sched->reset();
-                s.ctx->rollback(s.mark);
-            }
-        } g{s};
-        built b = build(n, all_logits);
-        if (s.devs.size() > 1) pin(b);
-        s.sched->alloc_graph(b.g);
+        const built& b = graph_for(n, all_logits);
+        const std::int64_t n_kv = s.graph_kv;
         std::vector<std::int32_t> pos(static_cast<std::size_t>(n));
         std::vector<std::int64_t> idx(static_cast<std::size_t>(n));
         for (std::int64_t i = 0; i < n; ++i) {
