@@ -3,8 +3,9 @@
 
 usage: check_quantize_progress.py QUANTIZE
 
-The file has four f32 tensors: two weights that q8_0 fits, a norm (1-D: kept) and a
-weight whose rows (48) are not a multiple of q8_0's block (32: kept). A run must print
+The file has four f32 tensors: two weights that q8_0 fits, a weight whose rows (48) are
+not a multiple of q8_0's block (32: kept) and a norm (1-D: kept), in llama-quantize's
+order (quantize writes that order whatever the input's). A run must print
 one line per tensor on stderr, in the file's order, "[i/4]" with the right name, shape,
 types and byte counts (worked out here from q8_0's 34-byte blocks) and a positive MB/s,
 then the totals line, every line complete (ending in a newline); --quiet (and -q) must
@@ -22,11 +23,12 @@ WRAPPER = shlex.split(os.environ.get("MESON_EXE_WRAPPER", ""))
 failures = []
 
 # name, ne, expected output type, bytes in, bytes out
+# (in llama-quantize's order, which quantize writes: layer, then name)
 TENSORS = [
     ("a.weight", [64, 4], "q8_0", 64 * 4 * 4, 4 * 2 * 34),
-    ("norm.weight", [64], "f32", 64 * 4, 64 * 4),
     ("b.weight", [32, 3], "q8_0", 32 * 3 * 4, 3 * 34),
     ("c.weight", [48, 2], "f32", 48 * 2 * 4, 48 * 2 * 4),
+    ("norm.weight", [64], "f32", 64 * 4, 64 * 4),
 ]
 
 

@@ -1,10 +1,10 @@
-// quantize: converts a GGUF model's weight matrices to one quantized type, as
-// llama.cpp's llama-quantize does (see docs/quantize.md for which tensors are kept).
+// quantize: converts a GGUF model's weight matrices to one of llama-quantize's file
+// types (Q4_K_M, Q3_K_S, IQ4_XS, ...), each tensor getting the type llama-quantize's
+// mixture rules give it (see docs/quantize.md for the rules and which tensors are kept).
 //
-//   quantize [--imatrix file.gguf] [-t threads] [--allow-requantize] [--pure] [--quiet] in.gguf out.gguf TYPE
+//   quantize [options] in.gguf out.gguf TYPE        quantize [options] --dry-run in.gguf [out.gguf] TYPE
 //
-// TYPE: q4_0 q4_1 q5_0 q5_1 q8_0 q2_K q3_K q4_K q5_K q6_K iq4_nl iq4_xs f16 bf16 f32
-// (any case; Q3_K_M, Q4_K_M, Q5_K_M name q3_K, q4_K, q5_K). A progress line per tensor
+// TYPE: a file type of llama-quantize, any case (Q4_K = Q4_K_M, as there). A progress line per tensor
 // as it is done ("[done/total] name shape type -> type bytes -> bytes, MB/s so far") and
 // the totals go to stderr, whole lines whether or not stderr is a terminal (as
 // llama-quantize prints); --quiet prints nothing but errors. The output is written as out.gguf.tmp.<pid> in out.gguf's
@@ -30,33 +30,39 @@ namespace {
 using namespace tessera;
 
 constexpr const char* usage_text =
-    "usage: quantize [--imatrix file.gguf] [-t threads] [--allow-requantize] [--pure] in.gguf out.gguf TYPE\n"
-    "  TYPE: q4_0 q4_1 q5_0 q5_1 q8_0 q2_K q3_K q4_K q5_K q6_K iq4_nl iq4_xs f16 bf16 f32\n"
-    "        (case-insensitive; Q3_K_M, Q4_K_M, Q5_K_M are q3_K, q4_K, q5_K)\n"
+    "usage: quantize [options] in.gguf out.gguf TYPE\n"
+    "       quantize [options] --dry-run in.gguf [out.gguf] TYPE\n"
+    "  TYPE: a llama-quantize file type, case-insensitive: Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 Q2_K Q2_K_S\n"
+    "        Q3_K_S Q3_K_M Q3_K_L Q4_K_S Q4_K_M Q5_K_S Q5_K_M Q6_K IQ2_XXS IQ2_XS IQ2_S IQ2_M\n"
+    "        IQ1_S IQ1_M IQ3_XXS IQ3_XS IQ3_S IQ3_M IQ4_NL IQ4_XS TQ1_0 TQ2_0 MXFP4_MOE F16 BF16\n"
+    "        F32 (Q3_K, Q4_K, Q5_K = the _M types); each tensor gets the type of llama-quantize's\n"
+    "        rules for it (IQ1/IQ2/IQ3_XXS types are planned but not written yet: no quantizer)\n"
     "  -t, --threads N       threads (default 1)\n"
     "  --allow-requantize    accept inputs whose weights are already quantized\n"
-    "  --pure                every fitting weight in TYPE (no q6_K/q8_0 output projection)\n"
+    "  --pure                every fitting weight in TYPE's default type (no mixture rules)\n"
     "  --imatrix FILE        importance matrix of llama-imatrix (GGUF format; not the legacy .dat)\n"
+    "  --output-tensor-type T     output.weight in type T (a ggml type name: q8_0, f16, ...)\n"
+    "  --token-embedding-type T   token_embd.weight in type T\n"
+    "  --tensor-type NAME=T  weights whose name contains the regular expression NAME in type T\n"
+    "                        (repeatable; the first that matches wins)\n"
+    "  --leave-output-tensor output.weight as it is\n"
+    "  --dry-run             print each tensor's type and size, write nothing\n"
     "  -q, --quiet           no progress lines or totals on stderr (errors only)\n"
     "  -h, --help            this text\n"
     "  --version             version, compiler and SIMD arch\n";
 
 using cli::usage_error;
 
-std::optional<type_id> parse_type(std::string s) {
+// A ggml type by name, any case (q8_0, Q4_K, f16, ...).
+std::optional<type_id> parse_type(std::string_view what, std::string s) {
     for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    if (s == "q3_k_m") s = "q3_k";
-    if (s == "q4_k_m") s = "q4_k";
-    if (s == "q5_k_m") s = "q5_k";
-    static constexpr type_id allowed[] = {type_id::q4_0, type_id::q4_1, type_id::q5_0, type_id::q5_1, type_id::q8_0,
-                                          type_id::q2_K, type_id::q3_K, type_id::q4_K, type_id::q5_K, type_id::q6_K,
-                                          type_id::iq4_nl, type_id::iq4_xs, type_id::f16, type_id::bf16, type_id::f32};
-    for (type_id t : allowed) {
-        std::string n(type_name(t));
+    for (std::int64_t i = 0; i < 64; ++i) {
+        if (!is_valid_type_id(i)) continue;
+        std::string n(type_name(static_cast<type_id>(i)));
         for (char& c : n) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-        if (n == s) return t;
+        if (n == s) return static_cast<type_id>(i);
     }
-    return std::nullopt;
+    throw usage_error(std::string(what) + ": unknown type '" + s + "'");
 }
 
 // One tensor done: "quantize: [  3/ 48] name [64, 64] f32 -> q8_0 16384 -> 4352 bytes, 12.3 MB/s"
@@ -103,23 +109,40 @@ int run(int argc, char** argv, cli::state& st) {
             quiet = true;
         } else if (a == "--imatrix") {
             imatrix_path = value();
+        } else if (a == "--output-tensor-type") {
+            o.output_tensor_type = parse_type(a, value());
+        } else if (a == "--token-embedding-type") {
+            o.token_embedding_type = parse_type(a, value());
+        } else if (a == "--tensor-type") {
+            const std::string v = value();
+            const auto eq = v.rfind('=');
+            if (eq == std::string::npos || eq == 0) throw usage_error("--tensor-type: '" + v + "' is not NAME=TYPE");
+            o.tensor_types.emplace_back(v.substr(0, eq), *parse_type(a, v.substr(eq + 1)));
+        } else if (a == "--leave-output-tensor") {
+            o.leave_output_tensor = true;
+        } else if (a == "--dry-run") {
+            o.dry_run = true;
         } else if (a.size() > 1 && a[0] == '-') {
             throw cli::unknown_option(a);
         } else {
             pos.emplace_back(a);
         }
     }
-    if (pos.size() != 3) throw usage_error("expected in.gguf out.gguf TYPE, got " + std::to_string(pos.size()) + " arguments");
-    const auto t = parse_type(pos[2]);
-    if (!t) throw usage_error("unknown type '" + pos[2] + "'");
-    o.type = *t;
+    if (o.dry_run && pos.size() == 2) pos.insert(pos.begin() + 1, std::string());
+    if (pos.size() != 3)
+        throw usage_error(std::string("expected in.gguf ") + (o.dry_run ? "[out.gguf]" : "out.gguf") + " TYPE, got " +
+                          std::to_string(pos.size()) + " arguments");
+    o.ftype = models::parse_llama_ftype(pos[2]);
+    if (!o.ftype) throw usage_error("unknown type '" + pos[2] + "'");
     const std::string& in_path = pos[0];
     const std::string& out_path = pos[1];
-    if (cli::same_file(in_path, out_path))
-        throw usage_error("the output '" + out_path + "' is the input file; give another output path");
-    if (!imatrix_path.empty() && cli::same_file(imatrix_path, out_path))
-        throw usage_error("the output '" + out_path + "' is the --imatrix file; give another output path");
-    cli::check_output_folder("output", out_path);
+    if (!o.dry_run) {
+        if (cli::same_file(in_path, out_path))
+            throw usage_error("the output '" + out_path + "' is the input file; give another output path");
+        if (!imatrix_path.empty() && cli::same_file(imatrix_path, out_path))
+            throw usage_error("the output '" + out_path + "' is the --imatrix file; give another output path");
+        cli::check_output_folder("output", out_path);
+    }
 
     if (!imatrix_path.empty()) {
         st.file = imatrix_path;
@@ -128,9 +151,18 @@ int run(int argc, char** argv, cli::state& st) {
         o.imatrix = &imatrix;
     }
     st.file = in_path;
+    const auto t0 = std::chrono::steady_clock::now();
+    if (o.dry_run) {  // every tensor's line, the totals; nothing written
+        o.progress = [&](const models::quantize_progress& p) { print_progress(p, t0); };
+        const models::quantize_stats stats = models::quantize_model(in_path, out_path, o);
+        std::fprintf(stderr, "quantize: dry run (%s): %zu tensors quantized (%zu with a fallback type), %zu kept; %.3f MB -> %.3f MB%s\n",
+                     std::string(models::ftype_info(*o.ftype).name).c_str(), stats.n_quantized, stats.n_fallback, stats.n_kept,
+                     static_cast<double>(stats.bytes_in) / 1e6, static_cast<double>(stats.bytes_out) / 1e6,
+                     stats.needs_imatrix ? "; this file type needs an importance matrix (--imatrix)" : "");
+        return 0;
+    }
     cli::atomic_output out(out_path);  // removes the temporary unless committed
     st.also = out.tmp_path();
-    const auto t0 = std::chrono::steady_clock::now();
     if (!quiet) o.progress = [&](const models::quantize_progress& p) { print_progress(p, t0); };
     const models::quantize_stats stats = models::quantize_model(in_path, out.tmp_path(), o);
     st.file = out_path;

@@ -330,3 +330,137 @@ DATA_TEST_CASE("load_imatrix_gguf: the importance weights steer quantize_model (
     }
     std::filesystem::remove_all(dir);
 }
+
+// llama-quantize's file types on models-kquant's source model: for every llama.cpp file
+// there, the plan (dry_run) gives each tensor llama.cpp's type in llama.cpp's order; where
+// tessera quantizes every type of the plan, the written tensors' bytes equal llama.cpp's.
+DATA_TEST_CASE("quantize_model: file types give every tensor llama-quantize's type, and its bytes",
+               "models-kquant/random-llama-f32.gguf", "models-kquant/random-llama.imatrix.gguf") {
+    const std::string src = test_data::need("models-kquant/random-llama-f32.gguf");
+    const auto imat = models::load_imatrix_gguf(test_data::need("models-kquant/random-llama.imatrix.gguf"));
+    struct file_case {
+        const char* file;
+        const char* ftype;
+        bool imatrix;
+    };
+    const file_case cases[] = {
+        {"Q4_K_M", "Q4_K_M", false}, {"Q4_K_M-imat", "Q4_K_M", true}, {"Q4_K_S", "Q4_K_S", false},
+        {"Q5_K_M", "Q5_K_M", false}, {"Q6_K", "Q6_K", false},         {"Q3_K_M", "Q3_K_M", false},
+        {"Q2_K", "Q2_K", false},     {"IQ4_XS", "IQ4_XS", true},      {"IQ4_NL", "IQ4_NL", true},
+        {"IQ3_XXS", "IQ3_XXS", true}, {"IQ3_S", "IQ3_S", true},       {"IQ2_XXS", "IQ2_XXS", true},
+        {"IQ2_XS", "IQ2_XS", true},  {"IQ2_S", "IQ2_S", true},        {"IQ2_M", "IQ2_M", true},
+        {"IQ1_S", "IQ1_S", true},    {"IQ1_M", "IQ1_M", true},        {"TQ1_0", "TQ1_0", false},
+        {"TQ2_0", "TQ2_0", false},   {"MXFP4", "MXFP4_MOE", false},
+    };
+    const std::string dir = temp_dir();
+    int compared = 0;
+    for (const file_case& c : cases) {
+        CAPTURE(c.file);
+        const std::string ref_path = test_data::need(std::string("models-kquant/random-llama-") + c.file + ".gguf");
+        if (ref_path.empty()) continue;
+        const gguf::file ref = gguf::file::open(ref_path);
+        models::quantize_options o;
+        o.ftype = models::parse_llama_ftype(c.ftype);
+        REQUIRE(o.ftype.has_value());
+        o.pure = std::string(c.file) == "MXFP4";  // (llama.cpp's file was made with --pure)
+        if (c.imatrix) o.imatrix = &imat;
+        o.dry_run = true;
+        const std::string out = dir + "/q-" + c.file + ".gguf";
+        const models::quantize_stats plan = models::quantize_model(src, out, o);
+        CHECK_FALSE(std::filesystem::exists(out));  // a dry run writes nothing
+        CHECK_FALSE(plan.needs_imatrix);
+        REQUIRE(plan.tensors.size() == ref.tensors().size());
+        bool all_quantizable = true;
+        for (std::size_t i = 0; i < plan.tensors.size(); ++i) {
+            const auto& mine = plan.tensors[i];
+            const auto& theirs = ref.tensors()[i];
+            CHECK_MESSAGE(mine.name == theirs.name, "position ", i);
+            CHECK_MESSAGE(mine.out_type == theirs.type, mine.name, ": tessera ", type_name(mine.out_type), ", llama.cpp ",
+                          type_name(theirs.type));
+            CHECK(mine.bytes_out == theirs.size_bytes);
+            if (mine.quantized && !quant::can_quantize(mine.out_type)) all_quantizable = false;
+        }
+        if (!all_quantizable) continue;  // (the ten i-quant types without a quantizer yet: issue 22 item 1)
+        o.dry_run = false;
+        models::quantize_model(src, out, o);
+        const gguf::file got = gguf::file::open(out);
+        REQUIRE(got.tensors().size() == ref.tensors().size());
+        std::size_t differ = 0;
+        for (std::size_t i = 0; i < got.tensors().size(); ++i) {
+            const auto& a = got.tensors()[i];
+            const auto& b = ref.tensors()[i];
+            const bool same = a.name == b.name && a.type == b.type && a.size_bytes == b.size_bytes &&
+                              std::memcmp(a.data, b.data, a.size_bytes) == 0;
+            CHECK_MESSAGE(same, a.name, " (", type_name(a.type), ") differs from llama.cpp's");
+            differ += same ? 0 : 1;
+        }
+        CHECK(differ == 0);
+        CHECK(got.meta().find_value("general.file_type")->get<std::uint32_t>("general.file_type") ==
+              ref.meta().find_value("general.file_type")->get<std::uint32_t>("general.file_type"));
+        ++compared;
+        std::filesystem::remove(out);
+    }
+    MESSAGE(compared << " files quantized and compared byte for byte");
+    CHECK(compared >= 10);
+    std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("quantize_model: file type names, overrides and the importance matrix requirement") {
+    CHECK(models::parse_llama_ftype("q4_k_m") == models::llama_ftype::q4_K_M);
+    CHECK(models::parse_llama_ftype("Q4_K") == models::llama_ftype::q4_K_M);
+    CHECK(models::parse_llama_ftype("iq2_xxs") == models::llama_ftype::iq2_xxs);
+    CHECK_FALSE(models::parse_llama_ftype("Q9_K").has_value());
+    CHECK(models::ftype_info(models::llama_ftype::iq2_s).default_type == type_id::iq2_xs);
+    // more_bits: the first and last eighth, every third between (32 layers)
+    std::vector<int> up;
+    for (int i = 0; i < 32; ++i)
+        if (models::more_bits(i, 32)) up.push_back(i);
+    CHECK(up == std::vector<int>{0, 1, 2, 3, 6, 9, 12, 15, 18, 21, 24, 27, 28, 29, 30, 31});
+    CHECK(models::requires_imatrix("blk.0.ffn_up.weight", type_id::iq2_xxs, models::llama_ftype::iq2_xxs));
+    CHECK_FALSE(models::requires_imatrix("token_embd.weight", type_id::iq2_xxs, models::llama_ftype::iq2_xxs));
+    CHECK(models::requires_imatrix("blk.0.ffn_up.weight", type_id::q2_K, models::llama_ftype::q2_K_S));
+    CHECK_FALSE(models::requires_imatrix("blk.0.ffn_up.weight", type_id::q2_K, models::llama_ftype::q2_K));
+}
+
+DATA_TEST_CASE("quantize_model: --tensor-type, --output-tensor-type, --token-embedding-type, --leave-output-tensor, "
+               "and i-quants refused without an importance matrix",
+               "models-kquant/random-llama-f32.gguf") {
+    const std::string src = test_data::need("models-kquant/random-llama-f32.gguf");
+    const std::string dir = temp_dir(), out = dir + "/o.gguf";
+    models::quantize_options o;
+    o.ftype = models::llama_ftype::q4_K_M;
+    o.dry_run = true;
+    o.tensor_types = {{"attn_q", type_id::q8_0}, {"ffn_(up|gate)", type_id::q5_0}};
+    o.output_tensor_type = type_id::f16;
+    o.token_embedding_type = type_id::q8_0;
+    const auto st = models::quantize_model(src, out, o);
+    for (const auto& t : st.tensors) {
+        CAPTURE(t.name);
+        if (t.name.find("attn_q.") != std::string::npos) CHECK(t.out_type == type_id::q8_0);
+        if (t.name.find("ffn_up") != std::string::npos || t.name.find("ffn_gate") != std::string::npos) CHECK(t.out_type == type_id::q5_0);
+        if (t.name == "output.weight") CHECK(t.out_type == type_id::f16);
+        if (t.name == "token_embd.weight") CHECK(t.out_type == type_id::q8_0);
+        if (t.name.find("attn_k.") != std::string::npos) CHECK(t.out_type == type_id::q4_K);
+    }
+    o = {};
+    o.ftype = models::llama_ftype::q4_K_M;
+    o.dry_run = true;
+    o.leave_output_tensor = true;
+    for (const auto& t : models::quantize_model(src, out, o).tensors)
+        if (t.name == "output.weight") CHECK(t.out_type == type_id::f32);
+    // i-quant targets need an importance matrix: a dry run says so, a real run refuses
+    o = {};
+    o.ftype = models::llama_ftype::iq2_xxs;
+    o.dry_run = true;
+    CHECK(models::quantize_model(src, out, o).needs_imatrix);
+    o.dry_run = false;
+    CHECK_THROWS_WITH_AS(models::quantize_model(src, out, o),
+                         doctest::Contains("-> iq2_xxs needs an importance matrix (IQ2_XXS; give one with --imatrix"), tessera::error);
+    CHECK_FALSE(std::filesystem::exists(out));
+    o = {};
+    o.ftype = models::llama_ftype::q4_K_M;
+    o.tensor_types = {{"attn_q(", type_id::q8_0}};
+    CHECK_THROWS_WITH_AS(models::quantize_model(src, out, o), doctest::Contains("tensor type pattern 'attn_q(' is not a regular expression"),
+                         tessera::error);
+    std::filesystem::remove_all(dir);
+}

@@ -9,11 +9,15 @@
 //     q4_K -> q5_0; q5_K -> q5_1; q6_K -> q8_0); if the fallback does not fit either,
 //     an f32 tensor becomes f16 (llama.cpp's last resort) and an f16/bf16 one is kept;
 //     for the other targets (q4_0, q8_0, ...) a tensor that does not fit keeps its type.
-//   - the output projection (output.weight, or token_embd.weight when the file has no
-//     output.weight) is written as q6_K (falling back to q8_0) for every quantized
-//     target but q8_0, as llama-quantize does; `pure` turns that off. The other
-//     per-tensor mixture rules of llama-quantize's _M/_S types (attn_v, ffn_down a step
-//     up) are not applied.
+//   - with a file type (quantize_options::ftype: Q4_K_M, Q3_K_S, IQ2_XXS, ...) each weight
+//     gets the type llama-quantize's mixture rules give it (models/quant_mixture.hpp),
+//     after the --output-tensor-type / --token-embedding-type / --tensor-type overrides,
+//     in llama-quantize's tensor order; targets that need an importance matrix are refused
+//     without one; `dry_run` plans without converting or writing;
+//   - with a single `type` instead, the output projection (output.weight, or
+//     token_embd.weight when the file has no output.weight) is written as q6_K (falling
+//     back to q8_0) for every quantized target but q8_0, as llama-quantize does, and every
+//     other weight in `type`; `pure` turns that off.
 //   - f32, f16 and bf16 inputs are dequantized to f32 and quantized; inputs already in a
 //     quantized type are refused (errc::unsupported) unless allow_requantize.
 #pragma once
@@ -26,6 +30,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <regex>
 #include <span>
 #include <string>
 #include <string_view>
@@ -38,6 +43,8 @@
 #include "tessera/core/type_id.hpp"
 #include "tessera/gguf/reader.hpp"
 #include "tessera/gguf/writer.hpp"
+#include "tessera/models/hparams.hpp"
+#include "tessera/models/quant_mixture.hpp"
 #include "tessera/quant/reference.hpp"
 
 TESSERA_BEGIN_NAMESPACE
@@ -69,7 +76,16 @@ struct quantize_options {
     const std::unordered_map<std::string, std::vector<float>>* imatrix = nullptr;
     int n_threads = 1;
     bool allow_requantize = false;
-    bool pure = false;  // every fitting weight in `type` (no q6_K output projection)
+    bool pure = false;  // every fitting weight in `type` / the file type's default (no mixture rules)
+    // llama-quantize's file type (its mixture of types per tensor); when set, `type` is unused.
+    std::optional<llama_ftype> ftype = {};
+    std::optional<type_id> output_tensor_type = {};    // --output-tensor-type
+    std::optional<type_id> token_embedding_type = {};  // --token-embedding-type
+    // --tensor-type NAME=TYPE: the first pattern found in a weight's name (std::regex
+    // search, as llama-quantize) sets its type, before the mixture rules.
+    std::vector<std::pair<std::string, type_id>> tensor_types = {};
+    bool leave_output_tensor = false;  // output.weight is copied as it is
+    bool dry_run = false;              // plan and size every tensor; convert and write nothing
     // Called once per tensor (done = 1 .. total); the output file is written after the
     // last call. An exception it throws stops the conversion (nothing is written) and
     // leaves quantize_model. Empty: no calls.
@@ -82,6 +98,7 @@ struct quantize_stats {
     std::size_t n_fallback = 0;   // of n_quantized, those written in a fallback type
     std::uint64_t bytes_in = 0, bytes_out = 0;  // tensor data only
     std::vector<quantize_tensor_report> tensors;
+    bool needs_imatrix = false;   // (dry_run) some target would need an importance matrix
 };
 
 // ggml's llama_ftype value for a file mostly in type t (general.file_type), or nullopt.
@@ -155,6 +172,100 @@ inline type_id choose_type(const gguf::tensor_info& t, type_id target, bool& fel
     return t.type;
 }
 
+struct plan_entry {
+    const gguf::tensor_info* t = nullptr;
+    type_id out = type_id::f32;
+    bool fell_back = false;
+};
+
+// blk.N.* -> N, else -1 (llama-quantize writes the non-layer tensors first, then layer by
+// layer, each group by name).
+inline int layer_number(std::string_view name) {
+    if (!name.starts_with("blk.")) return -1;
+    int n = 0;
+    std::size_t i = 4;
+    for (; i < name.size() && name[i] >= '0' && name[i] <= '9' && n < 1'000'000; ++i) n = n * 10 + (name[i] - '0');
+    return i > 4 && i < name.size() && name[i] == '.' ? n : -1;
+}
+
+// The type of t by the llama-quantize rules (o.ftype set); fell_back when a shape fallback
+// was taken.
+inline type_id mixture_type(const gguf::tensor_info& t, const quantize_options& o, mixture& mix,
+                            const std::vector<std::pair<std::regex, type_id>>& patterns, bool has_output, bool& fell_back) {
+    fell_back = false;
+    int dims = 1;
+    for (int d = 3; d > 0; --d)
+        if (t.ne[static_cast<std::size_t>(d)] > 1) {
+            dims = d + 1;
+            break;
+        }
+    const std::string_view name = t.name;
+    bool allowed = dims >= 2 && ends_with(name, "weight") && name.find("_norm.weight") == std::string_view::npos &&
+                   name.find("ffn_gate_inp.weight") == std::string_view::npos && name != "position_embd.weight" &&
+                   name != "token_types.weight";
+    if (o.leave_output_tensor && name == "output.weight") allowed = false;
+    if (!allowed) return t.type;
+    const tensor_role r = role_of(name);
+    if (o.token_embedding_type && r == tensor_role::token_embd) return *o.token_embedding_type;
+    if (o.output_tensor_type && (r == tensor_role::output || (r == tensor_role::token_embd && !has_output)))
+        return *o.output_tensor_type;
+    type_id out = ftype_info(*o.ftype).default_type;
+    if (!is_quantized(out)) return out;
+    bool manual = false;
+    for (const auto& [re, ty] : patterns)
+        if (std::regex_search(t.name, re)) {
+            out = ty;
+            manual = true;
+            break;
+        }
+    if (!manual && !o.pure) out = mix.pick(name, t.ne[0], t.ne[2]);
+    return choose_type(t, out, fell_back);  // (the shape fallbacks)
+}
+
+// Every tensor of `in` with the type it is written in, in the order it is written.
+inline std::vector<plan_entry> plan_tensors(const gguf::file& in, const quantize_options& o) {
+    std::vector<plan_entry> plan;
+    if (!o.ftype) {
+        const bool has_output = in.find_tensor("output.weight") != nullptr;
+        for (const auto& t : in.tensors()) {
+            plan_entry e{&t, t.type, false};
+            const bool is_output = !o.pure && (t.name == "output.weight" || (t.name == "token_embd.weight" && !has_output));
+            e.out = choose_type(t, o.type, e.fell_back, is_output);
+            plan.push_back(e);
+        }
+        return plan;
+    }
+    for (const auto& t : in.tensors()) plan.push_back({&t, t.type, false});
+    std::stable_sort(plan.begin(), plan.end(), [](const plan_entry& a, const plan_entry& b) {
+        const int la = layer_number(a.t->name), lb = layer_number(b.t->name);
+        return la != lb ? la < lb : a.t->name < b.t->name;
+    });
+    mixture_model mm;
+    const gguf::metadata& meta = in.meta();
+    if (const gguf::value* a = meta.find_value("general.architecture")) mm.arch = a->get<std::string>("general.architecture");
+    const std::string p = mm.arch + ".";
+    mm.n_layer = detail::meta_int(meta, p + "block_count").value_or(0);
+    mm.n_head = detail::meta_int(meta, p + "attention.head_count").value_or(1);
+    mm.n_head_kv = detail::meta_int(meta, p + "attention.head_count_kv").value_or(mm.n_head);
+    mm.n_expert = detail::meta_int(meta, p + "expert_count").value_or(0);
+    mm.has_output = in.find_tensor("output.weight") != nullptr;
+    mm.has_imatrix = o.imatrix != nullptr;
+    std::int64_t n_attn_v = 0;
+    for (const auto& e : plan)
+        if (role_of(e.t->name) == tensor_role::attn_v) ++n_attn_v;
+    std::vector<std::pair<std::regex, type_id>> patterns;
+    for (const auto& [pat, ty] : o.tensor_types) {
+        try {
+            patterns.emplace_back(std::regex(pat), ty);
+        } catch (const std::regex_error& e) {
+            fail(errc::invalid_argument, "quantize_model: tensor type pattern '" + pat + "' is not a regular expression (" + e.what() + ")");
+        }
+    }
+    mixture mix(*o.ftype, mm, n_attn_v);
+    for (auto& e : plan) e.out = mixture_type(*e.t, o, mix, patterns, mm.has_output, e.fell_back);
+    return plan;
+}
+
 }  // namespace detail
 
 // Reads an importance matrix in llama-imatrix's GGUF format: for each weight W a tensor
@@ -200,19 +311,25 @@ inline std::unordered_map<std::string, std::vector<float>> load_imatrix_gguf(con
 // type) on bad input; out_path is only written once every tensor is converted.
 inline quantize_stats quantize_model(const std::string& in_path, const std::string& out_path,
                                      const quantize_options& o) {
-    const type_id target = o.type;
-    const auto ftype = llama_ftype_of(target);
-    if (!is_valid_type_id(static_cast<std::int64_t>(target)) || !ftype || !quant::can_quantize(target))
+    const type_id target = o.ftype ? ftype_info(*o.ftype).default_type : o.type;
+    const auto ftype = o.ftype ? std::optional<std::uint32_t>(static_cast<std::uint32_t>(*o.ftype)) : llama_ftype_of(target);
+    if (!o.ftype && (!is_valid_type_id(static_cast<std::int64_t>(target)) || !ftype || !quant::can_quantize(target)))
         fail(errc::unsupported, "quantize_model: cannot quantize to type id " +
                                     std::to_string(static_cast<int>(target)) +
                                     (is_valid_type_id(static_cast<std::int64_t>(target))
                                          ? " (" + std::string(type_name(target)) + ")"
                                          : std::string()));
+    for (const auto& ot : {o.output_tensor_type, o.token_embedding_type})
+        if (ot && !is_valid_type_id(static_cast<std::int64_t>(*ot)))
+            fail(errc::invalid_argument, "quantize_model: output/token embedding type id " + std::to_string(static_cast<int>(*ot)) + " is not a type");
+    if ((o.output_tensor_type || o.token_embedding_type || !o.tensor_types.empty() || o.leave_output_tensor) && !o.ftype)
+        fail(errc::invalid_argument, "quantize_model: output_tensor_type, token_embedding_type, tensor_types and leave_output_tensor need a file type (ftype)");
     if (o.n_threads < 1)
         fail(errc::invalid_argument, "quantize_model: n_threads = " + std::to_string(o.n_threads) + " (must be >= 1)");
-    if (in_path == out_path) fail(errc::invalid_argument, "quantize_model: input and output are the same file '" + in_path + "'");
+    if (in_path == out_path && !o.dry_run) fail(errc::invalid_argument, "quantize_model: input and output are the same file '" + in_path + "'");
 
     gguf::file in = gguf::file::open(in_path);
+    const std::vector<detail::plan_entry> plan = detail::plan_tensors(in, o);
     gguf::writer w;
     w.copy_metadata(in.meta());
     w.set<std::uint32_t>("general.file_type", *ftype);
@@ -222,33 +339,56 @@ inline quantize_stats quantize_model(const std::string& in_path, const std::stri
         w.remove("general.quantization_version");
 
     quantize_stats st;
+    // targets that need an importance matrix, before any work (as llama-quantize)
+    for (const detail::plan_entry& pe : plan) {
+        const gguf::tensor_info& t = *pe.t;
+        if (!o.ftype || !is_quantized(pe.out) || pe.out == t.type || !requires_imatrix(t.name, pe.out, *o.ftype)) continue;
+        if (o.imatrix && o.imatrix->count(t.name)) continue;
+        if (!o.dry_run)
+            fail(errc::invalid_argument, "quantize_model: " + detail::tensor_label(t) + " -> " + std::string(type_name(pe.out)) +
+                                             " needs an importance matrix (" + std::string(ftype_info(*o.ftype).name) +
+                                             "; give one with --imatrix, as llama-quantize requires)");
+        st.needs_imatrix = true;
+    }
     quantize_progress progress;
     progress.total = in.tensors().size();
     for (const auto& t : in.tensors()) progress.bytes_total += t.size_bytes;
     std::vector<std::vector<std::byte>> buffers;  // outputs, kept alive until the write
     buffers.reserve(in.tensors().size());
     std::vector<float> f32;
-    for (const auto& t : in.tensors()) {
+    for (const detail::plan_entry& pe : plan) {
+        const gguf::tensor_info& t = *pe.t;
         quantize_tensor_report rep;
         rep.name = t.name;
         rep.in_type = t.type;
         rep.ne = t.ne;
         rep.n_dims = t.n_dims;
         rep.bytes_in = t.size_bytes;
-        bool fb = false;
-        const bool is_output = !o.pure && (t.name == "output.weight" || (t.name == "token_embd.weight" && !in.find_tensor("output.weight")));
-        const type_id out_t = detail::choose_type(t, target, fb, is_output);
+        const bool fb = pe.fell_back;
+        const type_id out_t = pe.out;
         if (out_t == t.type) {
             w.add_tensor_view(t);
             rep.out_type = t.type;
             rep.bytes_out = t.size_bytes;
             ++st.n_kept;
+        } else if (o.dry_run) {
+            const std::int64_t nrows = t.n_elements() / std::max<std::int64_t>(t.ne[0], 1);
+            rep.out_type = out_t;
+            rep.bytes_out = static_cast<std::uint64_t>(nrows * row_size(out_t, t.ne[0]));
+            rep.quantized = true;
+            rep.fell_back = fb;
+            rep.used_imatrix = o.imatrix && o.imatrix->count(t.name);
+            ++st.n_quantized;
+            if (fb) ++st.n_fallback;
         } else {
             if (is_quantized(t.type) && !o.allow_requantize)
                 fail(errc::unsupported, "quantize_model: " + detail::tensor_label(t) +
                                             " is already quantized (allow_requantize, or --allow-requantize on the command line, converts it again)");
             if (!quant::can_dequantize(t.type))
                 fail(errc::unsupported, "quantize_model: " + detail::tensor_label(t) + ": cannot read this type");
+            if (!quant::can_quantize(out_t))
+                fail(errc::unsupported, "quantize_model: " + detail::tensor_label(t) + " -> " + std::string(type_name(out_t)) +
+                                            ": tessera cannot quantize to " + std::string(type_name(out_t)) + " yet");
             const std::int64_t n_per_row = t.ne[0];
             const std::int64_t nrows = t.n_elements() / std::max<std::int64_t>(n_per_row, 1);
             const float* imat = nullptr;
@@ -317,7 +457,7 @@ inline quantize_stats quantize_model(const std::string& in_path, const std::stri
             o.progress(progress);
         }
     }
-    w.write_to_file(out_path);
+    if (!o.dry_run) w.write_to_file(out_path);
     return st;
 }
 
