@@ -16,7 +16,9 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <iterator>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -46,6 +48,9 @@ constexpr const char* usage_text =
     "  --tensor-type NAME=T  weights whose name contains the regular expression NAME in type T\n"
     "                        (repeatable; the first that matches wins)\n"
     "  --leave-output-tensor output.weight as it is\n"
+    "  --override-kv KEY=TYPE:VALUE  set a metadata key (TYPE int, float, bool or str; repeatable)\n"
+    "  --include-weights NAME  use the imatrix only for weights whose name contains NAME (repeatable)\n"
+    "  --exclude-weights NAME  use the imatrix for every weight but those (repeatable; not with --include-weights)\n"
     "  --dry-run             print each tensor's type and size, write nothing\n"
     "  -q, --quiet           no progress lines or totals on stderr (errors only)\n"
     "  -h, --help            this text\n"
@@ -63,6 +68,43 @@ std::optional<type_id> parse_type(std::string_view what, std::string s) {
         if (n == s) return static_cast<type_id>(i);
     }
     throw usage_error(std::string(what) + ": unknown type '" + s + "'");
+}
+
+// --override-kv KEY=TYPE:VALUE, as llama.cpp parses it.
+models::kv_override parse_override(const std::string& v) {
+    const auto eq = v.find('=');
+    if (eq == std::string::npos || eq == 0 || eq > 127) throw usage_error("--override-kv: '" + v + "' is not KEY=TYPE:VALUE (KEY of 1..127 bytes)");
+    models::kv_override k;
+    k.key = v.substr(0, eq);
+    const std::string rest = v.substr(eq + 1);
+    auto starts = [&](std::string_view p) { return rest.rfind(p, 0) == 0; };
+    try {
+        if (starts("int:")) {
+            k.tag = models::kv_override::kind::int_;
+            std::size_t used = 0;
+            k.i = std::stoll(rest.substr(4), &used);
+            if (used != rest.size() - 4) throw std::invalid_argument("trailing");
+        } else if (starts("float:")) {
+            k.tag = models::kv_override::kind::float_;
+            std::size_t used = 0;
+            k.f = std::stod(rest.substr(6), &used);
+            if (used != rest.size() - 6) throw std::invalid_argument("trailing");
+        } else if (starts("bool:")) {
+            k.tag = models::kv_override::kind::bool_;
+            const std::string b = rest.substr(5);
+            if (b != "true" && b != "false") throw std::invalid_argument("bool");
+            k.b = b == "true";
+        } else if (starts("str:")) {
+            k.tag = models::kv_override::kind::str;
+            k.s = rest.substr(4);
+            if (k.s.size() > 127) throw std::invalid_argument("long");
+        } else {
+            throw std::invalid_argument("type");
+        }
+    } catch (const std::exception&) {
+        throw usage_error("--override-kv: '" + v + "': the value must be int:N, float:X, bool:true|false or str:TEXT (up to 127 bytes)");
+    }
+    return k;
 }
 
 // One tensor done: "quantize: [  3/ 48] name [64, 64] f32 -> q8_0 16384 -> 4352 bytes, 12.3 MB/s"
@@ -85,6 +127,8 @@ int run(int argc, char** argv, cli::state& st) {
     std::vector<std::string> pos;
     models::quantize_options o;
     std::string imatrix_path;
+    std::vector<std::string> include_w, exclude_w;
+    std::vector<models::kv_override> overrides;
     bool quiet = false;
     std::unordered_map<std::string, std::vector<float>> imatrix;
     for (int i = 1; i < argc; ++i) {
@@ -120,6 +164,12 @@ int run(int argc, char** argv, cli::state& st) {
             o.tensor_types.emplace_back(v.substr(0, eq), *parse_type(a, v.substr(eq + 1)));
         } else if (a == "--leave-output-tensor") {
             o.leave_output_tensor = true;
+        } else if (a == "--override-kv") {
+            overrides.push_back(parse_override(value()));
+        } else if (a == "--include-weights") {
+            include_w.push_back(value());
+        } else if (a == "--exclude-weights") {
+            exclude_w.push_back(value());
         } else if (a == "--dry-run") {
             o.dry_run = true;
         } else if (a.size() > 1 && a[0] == '-') {
@@ -132,6 +182,9 @@ int run(int argc, char** argv, cli::state& st) {
     if (pos.size() != 3)
         throw usage_error(std::string("expected in.gguf ") + (o.dry_run ? "[out.gguf]" : "out.gguf") + " TYPE, got " +
                           std::to_string(pos.size()) + " arguments");
+    if (!include_w.empty() && !exclude_w.empty()) throw usage_error("--include-weights and --exclude-weights cannot be used together");
+    if ((!include_w.empty() || !exclude_w.empty()) && imatrix_path.empty())
+        throw usage_error("--include-weights / --exclude-weights need --imatrix");
     o.ftype = models::parse_llama_ftype(pos[2]);
     if (!o.ftype) throw usage_error("unknown type '" + pos[2] + "'");
     const std::string& in_path = pos[0];
@@ -147,9 +200,40 @@ int run(int argc, char** argv, cli::state& st) {
     if (!imatrix_path.empty()) {
         st.file = imatrix_path;
         imatrix = models::load_imatrix_gguf(imatrix_path);
+        const models::imatrix_metadata im = models::read_imatrix_metadata(imatrix_path);
+        // as llama-quantize: keep the entries named (a substring of the name), or drop them
+        auto named = [](const std::string& n, const std::vector<std::string>& l) {
+            return std::any_of(l.begin(), l.end(), [&](const std::string& x) { return n.find(x) != std::string::npos; });
+        };
+        for (auto it = imatrix.begin(); it != imatrix.end();) {
+            const bool drop = (!include_w.empty() && !named(it->first, include_w)) || (!exclude_w.empty() && named(it->first, exclude_w));
+            it = drop ? imatrix.erase(it) : std::next(it);
+        }
         if (!quiet) std::fprintf(stderr, "quantize: %zu importance vectors from '%s'\n", imatrix.size(), imatrix_path.c_str());
-        o.imatrix = &imatrix;
+        if (!imatrix.empty()) {
+            o.imatrix = &imatrix;
+            // the keys llama-quantize records, after the user's overrides
+            models::kv_override k;
+            k.key = "quantize.imatrix.file";
+            k.s = imatrix_path.substr(0, 127);
+            overrides.push_back(k);
+            if (!im.dataset.empty()) {
+                k.key = "quantize.imatrix.dataset";
+                k.s = im.dataset.substr(0, 127);
+                overrides.push_back(k);
+            }
+            k.tag = models::kv_override::kind::int_;
+            k.key = "quantize.imatrix.entries_count";
+            k.i = static_cast<std::int64_t>(imatrix.size());
+            overrides.push_back(k);
+            if (im.chunks) {
+                k.key = "quantize.imatrix.chunks_count";
+                k.i = *im.chunks;
+                overrides.push_back(k);
+            }
+        }
     }
+    o.override_kv = overrides;
     st.file = in_path;
     const auto t0 = std::chrono::steady_clock::now();
     if (o.dry_run) {  // every tensor's line, the totals; nothing written

@@ -70,6 +70,17 @@ struct quantize_progress {
     const quantize_tensor_report* tensor = nullptr;  // the tensor just done
 };
 
+// A metadata key set in the output (llama-quantize's --override-kv KEY=TYPE:VALUE): an int
+// is written as u32 of its absolute value (as llama.cpp does), a float as f32.
+struct kv_override {
+    enum class kind { int_, float_, bool_, str } tag = kind::str;
+    std::string key;
+    std::int64_t i = 0;
+    double f = 0;
+    bool b = false;
+    std::string s;
+};
+
 struct quantize_options {
     type_id type = type_id::q8_0;
     // Importance weights per tensor name (ne[0] floats each, shared by all rows).
@@ -86,6 +97,9 @@ struct quantize_options {
     std::vector<std::pair<std::string, type_id>> tensor_types = {};
     bool leave_output_tensor = false;  // output.weight is copied as it is
     bool dry_run = false;              // plan and size every tensor; convert and write nothing
+    // Set in the output after general.file_type, in order (the command line adds the
+    // quantize.imatrix.* keys of an --imatrix file after the user's --override-kv ones).
+    std::vector<kv_override> override_kv = {};
     // Called once per tensor (done = 1 .. total); the output file is written after the
     // last call. An exception it throws stops the conversion (nothing is written) and
     // leaves quantize_model. Empty: no calls.
@@ -307,6 +321,25 @@ inline std::unordered_map<std::string, std::vector<float>> load_imatrix_gguf(con
     return out;
 }
 
+// What llama-quantize records of an imatrix file (quantize.imatrix.dataset and
+// .chunks_count): the first of imatrix.datasets and imatrix.chunk_count, when present.
+struct imatrix_metadata {
+    std::string dataset;
+    std::optional<std::uint32_t> chunks;
+};
+inline imatrix_metadata read_imatrix_metadata(const std::string& path) {
+    const gguf::file f = gguf::file::open(path);
+    imatrix_metadata m;
+    if (const gguf::value* v = f.meta().find_value("imatrix.datasets");
+        v && v->is_array() && v->array_type("imatrix.datasets") == gguf::value_type::string) {
+        const auto a = v->get_string_array("imatrix.datasets");
+        if (a.size() > 0) m.dataset = std::string(a[0]);
+    }
+    if (const auto c = detail::meta_int(f.meta(), "imatrix.chunk_count"); c && *c >= 0 && *c <= 0xffffffffll)
+        m.chunks = static_cast<std::uint32_t>(*c);
+    return m;
+}
+
 // Quantizes in_path to out_path. Throws tessera::error naming the tensor (name, shape,
 // type) on bad input; out_path is only written once every tensor is converted.
 inline quantize_stats quantize_model(const std::string& in_path, const std::string& out_path,
@@ -332,11 +365,27 @@ inline quantize_stats quantize_model(const std::string& in_path, const std::stri
     const std::vector<detail::plan_entry> plan = detail::plan_tensors(in, o);
     gguf::writer w;
     w.copy_metadata(in.meta());
-    w.set<std::uint32_t>("general.file_type", *ftype);
-    if (is_quantized(target))
+    if (o.ftype) {  // llama-quantize's keys, in its order
         w.set<std::uint32_t>("general.quantization_version", 2);
-    else
-        w.remove("general.quantization_version");
+        w.set<std::uint32_t>("general.file_type", *ftype);
+    } else {
+        w.set<std::uint32_t>("general.file_type", *ftype);
+        if (is_quantized(target))
+            w.set<std::uint32_t>("general.quantization_version", 2);
+        else
+            w.remove("general.quantization_version");
+    }
+    for (const kv_override& k : o.override_kv) {
+        if (k.key.empty() || k.key.size() > 127) fail(errc::invalid_argument, "quantize_model: override key '" + k.key + "' must be 1..127 bytes");
+        switch (k.tag) {
+            case kv_override::kind::int_:
+                w.set<std::uint32_t>(k.key, static_cast<std::uint32_t>(k.i < 0 ? -static_cast<std::uint64_t>(k.i) : static_cast<std::uint64_t>(k.i)));
+                break;
+            case kv_override::kind::float_: w.set<float>(k.key, static_cast<float>(k.f)); break;
+            case kv_override::kind::bool_: w.set(k.key, k.b); break;
+            case kv_override::kind::str: w.set(k.key, std::string_view(k.s)); break;
+        }
+    }
 
     quantize_stats st;
     // targets that need an importance matrix, before any work (as llama-quantize)
