@@ -42,7 +42,7 @@ constexpr const char* usage_text =
     "  -t, --threads N       threads (default 1)\n"
     "  --allow-requantize    accept inputs whose weights are already quantized\n"
     "  --pure                every fitting weight in TYPE's default type (no mixture rules)\n"
-    "  --imatrix FILE        importance matrix of llama-imatrix (GGUF format; not the legacy .dat)\n"
+    "  --imatrix FILE        importance matrix of llama-imatrix (GGUF, or the legacy .dat)\n"
     "  --output-tensor-type T     output.weight in type T (a ggml type name: q8_0, f16, ...)\n"
     "  --token-embedding-type T   token_embd.weight in type T\n"
     "  --tensor-type NAME=T  weights whose name contains the regular expression NAME in type T\n"
@@ -199,8 +199,8 @@ int run(int argc, char** argv, cli::state& st) {
 
     if (!imatrix_path.empty()) {
         st.file = imatrix_path;
-        imatrix = models::load_imatrix_gguf(imatrix_path);
-        const models::imatrix_metadata im = models::read_imatrix_metadata(imatrix_path);
+        models::imatrix_metadata im;
+        imatrix = models::load_imatrix(imatrix_path, &im);
         // as llama-quantize: keep the entries named (a substring of the name), or drop them
         auto named = [](const std::string& n, const std::vector<std::string>& l) {
             return std::any_of(l.begin(), l.end(), [&](const std::string& x) { return n.find(x) != std::string::npos; });

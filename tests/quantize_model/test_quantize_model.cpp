@@ -464,3 +464,112 @@ DATA_TEST_CASE("quantize_model: --tensor-type, --output-tensor-type, --token-emb
                          tessera::error);
     std::filesystem::remove_all(dir);
 }
+
+namespace {
+// llama.cpp's legacy imatrix bytes: the entries (sums = weights x ncall), then optionally
+// the chunk count and dataset name.
+std::vector<std::byte> legacy_imatrix(const std::vector<std::pair<std::string, std::vector<float>>>& entries, std::int32_t ncall,
+                                      bool trailer) {
+    std::vector<std::byte> b;
+    auto put = [&](const void* p, std::size_t n) {
+        const auto* c = static_cast<const std::byte*>(p);
+        b.insert(b.end(), c, c + n);
+    };
+    auto i32 = [&](std::int32_t v) { put(&v, 4); };
+    i32(static_cast<std::int32_t>(entries.size()));
+    for (const auto& [name, w] : entries) {
+        i32(static_cast<std::int32_t>(name.size()));
+        put(name.data(), name.size());
+        i32(ncall);
+        i32(static_cast<std::int32_t>(w.size()));
+        for (float x : w) {
+            const float s = x * static_cast<float>(std::max(ncall, 1));
+            put(&s, 4);
+        }
+    }
+    if (trailer) {
+        i32(11);
+        const std::string ds = "imatrix-text.txt";
+        i32(static_cast<std::int32_t>(ds.size()));
+        put(ds.data(), ds.size());
+    }
+    return b;
+}
+}  // namespace
+
+DATA_TEST_CASE("load_imatrix: the legacy .dat gives the GGUF imatrix's weights and the same quantized bytes",
+               "models-kquant/random-llama-f32.gguf", "models-kquant/random-llama.imatrix.gguf") {
+    const std::string src = test_data::need("models-kquant/random-llama-f32.gguf");
+    const std::string gguf_imat = test_data::need("models-kquant/random-llama.imatrix.gguf");
+    models::imatrix_metadata gm;
+    const auto want = models::load_imatrix(gguf_imat, &gm);
+    CHECK(gm.dataset == "imatrix-text.txt");
+    CHECK(gm.chunks == std::optional<std::uint32_t>(11));
+    std::vector<std::pair<std::string, std::vector<float>>> entries(want.begin(), want.end());
+    const std::string dir = temp_dir(), dat = dir + "/imatrix.dat";
+    {
+        const auto bytes = legacy_imatrix(entries, 4, true);
+        std::ofstream(dat, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+    }
+    models::imatrix_metadata dm;
+    const auto got = models::load_imatrix(dat, &dm);
+    CHECK(got == want);  // sums / ncall, exactly (ncall 4)
+    CHECK(dm.dataset == "imatrix-text.txt");
+    CHECK(dm.chunks == std::optional<std::uint32_t>(11));
+    models::quantize_options o;
+    o.ftype = models::llama_ftype::iq4_xs;
+    o.imatrix = &got;
+    models::quantize_model(src, dir + "/a.gguf", o);
+    o.imatrix = &want;
+    models::quantize_model(src, dir + "/b.gguf", o);
+    const gguf::file a = gguf::file::open(dir + "/a.gguf"), b = gguf::file::open(dir + "/b.gguf");
+    REQUIRE(a.tensors().size() == b.tensors().size());
+    for (std::size_t i = 0; i < a.tensors().size(); ++i)
+        CHECK(std::memcmp(a.tensors()[i].data, b.tensors()[i].data, a.tensors()[i].size_bytes) == 0);
+    std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("load_imatrix: a hostile legacy .dat is refused with its offset, never read out of bounds") {
+    const std::vector<std::pair<std::string, std::vector<float>>> entries = {{"blk.0.attn_q.weight", {1.f, 2.f, 3.f}},
+                                                                            {"blk.0.ffn_up.weight", {0.5f, 0.25f}}};
+    const auto good = legacy_imatrix(entries, 2, true);
+    const auto w = models::parse_imatrix_dat(good, "good");
+    REQUIRE(w.size() == 2);
+    CHECK(w.at("blk.0.attn_q.weight") == std::vector<float>{1.f, 2.f, 3.f});
+    // every truncation: refused, except exactly at the end of the entries (no trailer)
+    const std::size_t entries_end = legacy_imatrix(entries, 2, false).size();
+    for (std::size_t n = 0; n < good.size(); ++n) {
+        CAPTURE(n);
+        const std::span<const std::byte> cut(good.data(), n);
+        if (n == entries_end) {
+            CHECK(models::parse_imatrix_dat(cut, "cut").size() == 2);
+            continue;
+        }
+        CHECK_THROWS_WITH_AS(models::parse_imatrix_dat(cut, "cut"), doctest::Contains("load_imatrix: 'cut': offset "), tessera::error);
+    }
+    auto patched = [&](std::size_t at, std::int32_t v) {
+        auto b = good;
+        std::memcpy(b.data() + at, &v, 4);
+        return b;
+    };
+    CHECK_THROWS_WITH_AS(models::parse_imatrix_dat(patched(0, -1), "x"), doctest::Contains("entry count -1 does not fit the file"), tessera::error);
+    CHECK_THROWS_WITH_AS(models::parse_imatrix_dat(patched(4, 1 << 30), "x"), doctest::Contains("entry 0: name length 1073741824"), tessera::error);
+    CHECK_THROWS_WITH_AS(models::parse_imatrix_dat(patched(4 + 4 + 19 + 4, 0), "x"),
+                         doctest::Contains("entry 0 'blk.0.attn_q.weight': value count 0"), tessera::error);
+    // random corruption (a fixed seed): an error or a result, never a crash (ASan/UBSan in CI)
+    std::uint64_t s = 12345;
+    int refused = 0;
+    for (int it = 0; it < 3000; ++it) {
+        auto b = good;
+        for (int k = 0; k < 3; ++k) {
+            s = s * 6364136223846793005ull + 1442695040888963407ull;
+            b[static_cast<std::size_t>((s >> 33) % b.size())] = static_cast<std::byte>(s >> 17);
+        }
+        try {
+            (void)models::parse_imatrix_dat(b, "r");
+        } catch (const tessera::error&) {
+            ++refused;
+        }
+    }
+    CHECK(refused > 1000);
+}

@@ -25,7 +25,9 @@
 #include <algorithm>
 #include <cstring>
 #include <array>
+#include <cmath>
 #include <exception>
+#include <fstream>
 #include <functional>
 #include <cstddef>
 #include <cstdint>
@@ -44,6 +46,7 @@
 #include "tessera/gguf/reader.hpp"
 #include "tessera/gguf/writer.hpp"
 #include "tessera/models/hparams.hpp"
+#include "tessera/models/imatrix.hpp"
 #include "tessera/models/quant_mixture.hpp"
 #include "tessera/quant/reference.hpp"
 
@@ -281,64 +284,6 @@ inline std::vector<plan_entry> plan_tensors(const gguf::file& in, const quantize
 }
 
 }  // namespace detail
-
-// Reads an importance matrix in llama-imatrix's GGUF format: for each weight W a tensor
-// "W.in_sum2" (f32, ne = [n_per_row, n_mat]: sums of squared activations per column)
-// and "W.counts" (f32, ne = [1, n_mat]: how many activations were summed). The result
-// maps W to in_sum2 / counts (n_per_row * n_mat values, matrix after matrix); a matrix
-// with count 0 gets weights 1 (no information). The legacy .dat format is not read.
-inline std::unordered_map<std::string, std::vector<float>> load_imatrix_gguf(const std::string& path) {
-    const gguf::file f = gguf::file::open(path);
-    std::unordered_map<std::string, std::vector<float>> out;
-    constexpr std::string_view sums_suffix = ".in_sum2", counts_suffix = ".counts";
-    for (const auto& t : f.tensors()) {
-        if (!detail::ends_with(t.name, sums_suffix)) continue;
-        const std::string base = t.name.substr(0, t.name.size() - sums_suffix.size());
-        const std::string label = "load_imatrix_gguf: '" + path + "': " + detail::tensor_label(t);
-        const auto* c = f.find_tensor(base + std::string(counts_suffix));
-        if (c == nullptr) fail(errc::format, label + " has no '" + base + std::string(counts_suffix) + "' tensor");
-        if (t.type != type_id::f32 || c->type != type_id::f32)
-            fail(errc::format, label + " and " + detail::tensor_label(*c) + " must both be f32");
-        const std::int64_t n = t.ne[0], n_mat = t.n_elements() / std::max<std::int64_t>(n, 1);
-        if (c->n_elements() != n_mat)
-            fail(errc::format, label + ": " + detail::tensor_label(*c) + " should hold " + std::to_string(n_mat) +
-                                   " counts");
-        std::vector<float> sums(static_cast<std::size_t>(t.n_elements())), counts(static_cast<std::size_t>(n_mat));
-        std::memcpy(sums.data(), t.data, sums.size() * sizeof(float));
-        std::memcpy(counts.data(), c->data, counts.size() * sizeof(float));
-        for (std::int64_t m = 0; m < n_mat; ++m)
-            for (std::int64_t j = 0; j < n; ++j) {
-                float& v = sums[static_cast<std::size_t>(m * n + j)];
-                const float k = counts[static_cast<std::size_t>(m)];
-                v = k > 0 ? v / k : 1.0f;
-            }
-        out.emplace(base, std::move(sums));
-    }
-    for (const auto& t : f.tensors())
-        if (detail::ends_with(t.name, counts_suffix) &&
-            !f.find_tensor(t.name.substr(0, t.name.size() - counts_suffix.size()) + std::string(sums_suffix)))
-            fail(errc::format, "load_imatrix_gguf: '" + path + "': " + detail::tensor_label(t) + " has no .in_sum2 tensor");
-    return out;
-}
-
-// What llama-quantize records of an imatrix file (quantize.imatrix.dataset and
-// .chunks_count): the first of imatrix.datasets and imatrix.chunk_count, when present.
-struct imatrix_metadata {
-    std::string dataset;
-    std::optional<std::uint32_t> chunks;
-};
-inline imatrix_metadata read_imatrix_metadata(const std::string& path) {
-    const gguf::file f = gguf::file::open(path);
-    imatrix_metadata m;
-    if (const gguf::value* v = f.meta().find_value("imatrix.datasets");
-        v && v->is_array() && v->array_type("imatrix.datasets") == gguf::value_type::string) {
-        const auto a = v->get_string_array("imatrix.datasets");
-        if (a.size() > 0) m.dataset = std::string(a[0]);
-    }
-    if (const auto c = detail::meta_int(f.meta(), "imatrix.chunk_count"); c && *c >= 0 && *c <= 0xffffffffll)
-        m.chunks = static_cast<std::uint32_t>(*c);
-    return m;
-}
 
 // Quantizes in_path to out_path. Throws tessera::error naming the tensor (name, shape,
 // type) on bad input; out_path is only written once every tensor is converted.
