@@ -36,15 +36,7 @@ std::string random_path(type_id t) {
     static std::map<type_id, std::string> files;
     auto it = files.find(t);
     if (it != files.end()) return it->second;
-    models::random_llama_config c;
-    c.n_embd = 768;
-    c.n_layer = 12;
-    c.n_ff = 2048;
-    c.n_head = 12;
-    c.n_head_kv = 12;
-    c.n_ctx = 2048;
-    c.n_vocab = 16000;
-    c.weight_type = t;
+    const auto c = models::random_llama_config::llama_110m(t);
     const std::string p = (std::filesystem::temp_directory_path() /
                            ("tessera-bench-llama-110M-" + std::string(type_name(t)) + ".gguf"))
                               .string();

@@ -17,6 +17,7 @@
 #include <memory>
 #include <vector>
 
+#include "bench_run.hpp"
 #include "machine.hpp"
 #include "tessera/backend/mpi.hpp"
 #include "tessera/backend/utils.hpp"
@@ -101,13 +102,7 @@ int main(int argc, char** argv) {
         std::puts("SKIP: bench_mpi_transfer needs mpirun -np 2");
         return 77;
     }
-    std::fputs(tessera::simd::report().c_str(), stdout);
-    std::fflush(stdout);
-    benchmark::Initialize(&argc, argv);
-    if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-    benchmark::RunSpecifiedBenchmarks();
-    benchmark::Shutdown();
-    return 0;
+    return tessera_bench::run_benchmarks(argc, argv);
 #else
     (void)argc;
     (void)argv;

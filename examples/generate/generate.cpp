@@ -349,22 +349,17 @@ struct remove_on_exit {
 // temporary folder that cleanup removes.
 std::string write_random_model(const args& a, remove_on_exit& cleanup) {
     models::random_llama_config c;
-    c.n_embd = 256;
-    c.n_layer = 4;
-    c.n_ff = 768;
-    c.n_head = 8;
-    c.n_head_kv = 4;
-    c.n_ctx = 1024;
-    if (a.random_110m) {  // (bench/bench_models.cpp's ~110 M model)
-        c.n_embd = 768;
-        c.n_layer = 12;
-        c.n_ff = 2048;
-        c.n_head = 12;
-        c.n_head_kv = 12;
-        c.n_ctx = 2048;
-        c.n_vocab = 16000;
+    if (a.random_110m) {
+        c = models::random_llama_config::llama_110m(a.random_type);
+    } else {
+        c.n_embd = 256;
+        c.n_layer = 4;
+        c.n_ff = 768;
+        c.n_head = 8;
+        c.n_head_kv = 4;
+        c.n_ctx = 1024;
+        c.weight_type = a.random_type;
     }
-    c.weight_type = a.random_type;
     std::string path = a.random_out;
     if (path.empty()) {
         path = (std::filesystem::temp_directory_path() /

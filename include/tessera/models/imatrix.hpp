@@ -26,15 +26,13 @@
 TESSERA_BEGIN_NAMESPACE
 namespace models {
 
-namespace imatrix_detail {
+namespace detail {
+// "tensor 'name' [shape] type", for the messages of the imatrix readers and the quantizer.
 inline std::string tensor_label(const gguf::tensor_info& t) {
     return "tensor " + gguf::detail::quote(t.name) + " " + gguf::detail::shape_string(t.ne, t.n_dims) + " " +
            std::string(type_name(t.type));
 }
-inline bool ends_with(std::string_view s, std::string_view suf) {
-    return s.size() >= suf.size() && s.substr(s.size() - suf.size()) == suf;
-}
-}  // namespace imatrix_detail
+}  // namespace detail
 
 // Reads an importance matrix in llama-imatrix's GGUF format: for each weight W a tensor
 // "W.in_sum2" (f32, ne = [n_per_row, n_mat]: sums of squared activations per column)
@@ -46,16 +44,16 @@ inline std::unordered_map<std::string, std::vector<float>> load_imatrix_gguf(con
     std::unordered_map<std::string, std::vector<float>> out;
     constexpr std::string_view sums_suffix = ".in_sum2", counts_suffix = ".counts";
     for (const auto& t : f.tensors()) {
-        if (!imatrix_detail::ends_with(t.name, sums_suffix)) continue;
+        if (!t.name.ends_with(sums_suffix)) continue;
         const std::string base = t.name.substr(0, t.name.size() - sums_suffix.size());
-        const std::string label = "load_imatrix_gguf: '" + path + "': " + imatrix_detail::tensor_label(t);
+        const std::string label = "load_imatrix_gguf: '" + path + "': " + detail::tensor_label(t);
         const auto* c = f.find_tensor(base + std::string(counts_suffix));
         if (c == nullptr) fail(errc::format, label + " has no '" + base + std::string(counts_suffix) + "' tensor");
         if (t.type != type_id::f32 || c->type != type_id::f32)
-            fail(errc::format, label + " and " + imatrix_detail::tensor_label(*c) + " must both be f32");
+            fail(errc::format, label + " and " + detail::tensor_label(*c) + " must both be f32");
         const std::int64_t n = t.ne[0], n_mat = t.n_elements() / std::max<std::int64_t>(n, 1);
         if (c->n_elements() != n_mat)
-            fail(errc::format, label + ": " + imatrix_detail::tensor_label(*c) + " should hold " + std::to_string(n_mat) +
+            fail(errc::format, label + ": " + detail::tensor_label(*c) + " should hold " + std::to_string(n_mat) +
                                    " counts");
         std::vector<float> sums(static_cast<std::size_t>(t.n_elements())), counts(static_cast<std::size_t>(n_mat));
         std::memcpy(sums.data(), t.data, sums.size() * sizeof(float));
@@ -69,9 +67,9 @@ inline std::unordered_map<std::string, std::vector<float>> load_imatrix_gguf(con
         out.emplace(base, std::move(sums));
     }
     for (const auto& t : f.tensors())
-        if (imatrix_detail::ends_with(t.name, counts_suffix) &&
+        if (t.name.ends_with(counts_suffix) &&
             !f.find_tensor(t.name.substr(0, t.name.size() - counts_suffix.size()) + std::string(sums_suffix)))
-            fail(errc::format, "load_imatrix_gguf: '" + path + "': " + imatrix_detail::tensor_label(t) + " has no .in_sum2 tensor");
+            fail(errc::format, "load_imatrix_gguf: '" + path + "': " + detail::tensor_label(t) + " has no .in_sum2 tensor");
     return out;
 }
 

@@ -160,20 +160,11 @@ inline type_id quantize_fallback_type(type_id t) noexcept {
 
 namespace detail {
 
-inline std::string tensor_label(const gguf::tensor_info& t) {
-    return "tensor " + gguf::detail::quote(t.name) + " " + gguf::detail::shape_string(t.ne, t.n_dims) + " " +
-           std::string(type_name(t.type));
-}
-
-inline bool ends_with(std::string_view s, std::string_view suf) {
-    return s.size() >= suf.size() && s.substr(s.size() - suf.size()) == suf;
-}
-
 // The type tensor t is written in (its own type when kept); fell_back set when a
 // fallback type was chosen.
 inline type_id choose_type(const gguf::tensor_info& t, type_id target, bool& fell_back, bool is_output = false) {
     fell_back = false;
-    const bool weight = t.n_dims == 2 && ends_with(t.name, "weight");
+    const bool weight = t.n_dims == 2 && t.name.ends_with("weight");
     if (!weight) return t.type;
     if (is_output && is_quantized(target) && target != type_id::q8_0) target = type_id::q6_K;
     if (t.ne[0] % block_size(target) == 0) return target;
@@ -217,7 +208,7 @@ inline type_id mixture_type(const gguf::tensor_info& t, const quantize_options& 
             break;
         }
     const std::string_view name = t.name;
-    bool allowed = dims >= 2 && ends_with(name, "weight") && name.find("_norm.weight") == std::string_view::npos &&
+    bool allowed = dims >= 2 && name.ends_with("weight") && name.find("_norm.weight") == std::string_view::npos &&
                    name.find("ffn_gate_inp.weight") == std::string_view::npos && name != "position_embd.weight" &&
                    name != "token_types.weight";
     if (o.leave_output_tensor && name == "output.weight") allowed = false;

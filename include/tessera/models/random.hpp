@@ -39,6 +39,21 @@ struct random_llama_config {
     float rope_freq_base = 10000.0f;
     float rms_eps = 1e-5f;
     std::uint64_t seed = 1;
+
+    // About 110 M parameters (n_embd 768, 12 layers of 12 heads, n_ff 2048, 16000 tokens,
+    // context 2048): the model bench_models times and `generate --random-size 110M` writes.
+    static random_llama_config llama_110m(type_id weights) {
+        random_llama_config c;
+        c.n_embd = 768;
+        c.n_layer = 12;
+        c.n_ff = 2048;
+        c.n_head = 12;
+        c.n_head_kv = 12;
+        c.n_ctx = 2048;
+        c.n_vocab = 16000;
+        c.weight_type = weights;
+        return c;
+    }
 };
 
 namespace detail {
