@@ -495,6 +495,23 @@ std::vector<test_lane> test_lanes(const B& x) {
         }
         for (int e = 0; e < 256; ++e) out[static_cast<std::size_t>(e / 32)].w[e % 32] = v[e];
         for (auto& ln : out) ln.scale = h(x.d);
+    } else if constexpr (std::is_same_v<B, block_nvfp4>) {  // 4 groups of 16, UE4M3 scale, E2M1 doubled / 2
+        out.resize(4);
+        for (int g = 0; g < 4; ++g) {
+            const int ex = (x.d[g] >> 3) & 15, mant = x.d[g] & 7;
+            out[static_cast<std::size_t>(g)].scale =
+                x.d[g] == 0 || x.d[g] == 0x7F ? 0.0 : (ex == 0 ? std::ldexp(mant, -10) : std::ldexp(8 + mant, ex - 11));
+            for (int e = 0; e < 16; ++e)
+                out[static_cast<std::size_t>(g)].w[e] = mxfp4_doubled[e < 8 ? x.qs[8 * g + e] & 15 : x.qs[8 * g + e - 8] >> 4];
+        }
+    } else if constexpr (std::is_same_v<B, block_q1_0>) {  // signs: bit set is +d
+        out.resize(4);
+        for (int e = 0; e < 128; ++e) out[static_cast<std::size_t>(e / 32)].w[e % 32] = (x.qs[e / 8] >> (e % 8)) & 1 ? 1 : -1;
+        for (auto& ln : out) ln.scale = h(x.d);
+    } else if constexpr (std::is_same_v<B, block_q2_0>) {  // q - 1 in -1..2
+        out.resize(2);
+        for (int e = 0; e < 64; ++e) out[static_cast<std::size_t>(e / 32)].w[e % 32] = ((x.qs[e / 4] >> (2 * (e % 4))) & 3) - 1;
+        for (auto& ln : out) ln.scale = h(x.d);
     }
     return out;
 }
@@ -524,7 +541,9 @@ void randomize(B& x, std::mt19937& rng, bool unit) {
         x.scales_h = static_cast<std::uint16_t>(byte(rng) | (byte(rng) << 8));
     }
     if (unit) {
-        if constexpr (requires { x.d; }) x.d.bits = f16_bits(1.0f);
+        if constexpr (requires { x.d.bits; }) x.d.bits = f16_bits(1.0f);
+        if constexpr (std::is_same_v<B, quant::block_nvfp4>)
+            for (auto& d : x.d) d = 0x40;  // UE4M3 2.0, halved with the doubled levels: 1
         if constexpr (requires { x.dmin; }) x.dmin.bits = f16_bits(1.0f);
         if constexpr (requires { x.m; }) x.m.bits = f16_bits(static_cast<float>(byte(rng) % 7 - 3));
         if constexpr (requires { x.e; }) x.e = 128;
@@ -686,6 +705,11 @@ TEST_CASE("quantized GEMM, lane kernels: q4_1, q5_0, q5_1, q8_1, iq4_nl, mxfp4 (
     SUBCASE("iq4_nl") { check_lane_gemm<quant::block_iq4_nl>(); }
     SUBCASE("mxfp4") { check_lane_gemm<quant::block_mxfp4>(); }
 }
+TEST_CASE("quantized GEMM, lane kernels: nvfp4 (lanes of 16 against q8_0), q1_0, q2_0 (several lanes per block)") {
+    SUBCASE("nvfp4") { check_lane_gemm<quant::block_nvfp4>(); }
+    SUBCASE("q1_0") { check_lane_gemm<quant::block_q1_0>(); }
+    SUBCASE("q2_0") { check_lane_gemm<quant::block_q2_0>(); }
+}
 TEST_CASE("quantized GEMM, lane kernels: q2_K, q3_K, q5_K, q6_K, iq4_xs, tq1_0, tq2_0 (super-blocks)") {
     SUBCASE("q2_K") { check_lane_gemm<quant::block_q2_K>(); }
     SUBCASE("q3_K") { check_lane_gemm<quant::block_q3_K>(); }
@@ -711,5 +735,5 @@ TEST_CASE("quantized GEMM: every type with row kernels has one") {
             with += rk;
         });
     }
-    CHECK(with == 16);
+    CHECK(with == 19);
 }

@@ -60,6 +60,8 @@ std::vector<B> random_blocks(std::size_t nb, unsigned seed, bool unit_scales = f
         for (std::size_t k = 0; k < sizeof(B); ++k) p[k] = static_cast<unsigned char>(byte(rng));
         if constexpr (std::is_same_v<B, quant::block_mxfp4>) {
             b.e = static_cast<std::uint8_t>(unit_scales ? 128 : 110 + byte(rng) % 30);
+        } else if constexpr (std::is_same_v<B, quant::block_nvfp4>) {
+            for (auto& d : b.d) d = static_cast<std::uint8_t>(unit_scales ? 0x40 : byte(rng));  // every UE4M3 byte
         } else if constexpr (std::is_same_v<B, quant::block_q8_K>) {
             b.d = unit_scales ? 1.0f : sc(rng);
             for (auto& q : b.qs)
@@ -149,7 +151,7 @@ template <class B>
 void fill_quants(B& b, unsigned char fill) {
     const B keep = b;
     std::memset(static_cast<void*>(&b), fill, sizeof(B));
-    if constexpr (requires { b.d; }) b.d = keep.d;
+    if constexpr (requires { b.d; }) std::memcpy(&b.d, &keep.d, sizeof(b.d));
     if constexpr (requires { b.dmin; }) b.dmin = keep.dmin;
     if constexpr (requires { b.m; }) b.m = keep.m;
     if constexpr (requires { b.e; }) b.e = keep.e;
@@ -212,14 +214,16 @@ void check_vec_dot() {
     using P = typename quant::block_traits<B>::dot_partner;
     constexpr auto bs = static_cast<std::size_t>(quant::block_traits<B>::block_size);
     const auto scalar_dot = simd::kernel_for<qk::quant_kernels<B>::template vec_dot>(arch_id::scalar);
+    constexpr auto pbs = static_cast<std::size_t>(quant::block_traits<P>::block_size);
     for (std::size_t nb : block_counts) {
         const auto n = static_cast<std::int64_t>(nb * bs);
+        const std::size_t np = nb * bs / pbs;  // partner blocks (q1_0, nvfp4, q2_0 blocks span several q8_0)
         CAPTURE(type_str<B>());
         CAPTURE(nb);
         // 1. unit scales: every term is an integer, the sum is exact in f32
         {
             const auto x = random_blocks<B>(nb, static_cast<unsigned>(3 * nb + 1), true);
-            const auto y = random_blocks<P>(nb, static_cast<unsigned>(5 * nb + 2), true);
+            const auto y = random_blocks<P>(np, static_cast<unsigned>(5 * nb + 2), true);
             const float want = scalar_dot(n, x.data(), y.data());
             REQUIRE(want == std::floor(want));
             for (auto a : simd::available_archs()) {
@@ -230,7 +234,7 @@ void check_vec_dot() {
         // 2. random scales: against the scalar kernel within the f32 summation bound,
         //    and the scalar kernel against a double dot of the dequantized rows
         check_dot_bound<B>(random_blocks<B>(nb, static_cast<unsigned>(11 * nb + 3)),
-                           random_blocks<P>(nb, static_cast<unsigned>(13 * nb + 4)));
+                           random_blocks<P>(np, static_cast<unsigned>(13 * nb + 4)));
         // 3. extreme quants (random scales): every quant byte of x one pattern (all bits
         //    set, none, 0x7F, 0x88; the K-quants' packed scales included), y's quants all
         //    +127 or all -127: the largest i16 pair sums of vpmaddubsw-style bodies
@@ -239,7 +243,7 @@ void check_vec_dot() {
                 CAPTURE(fx);
                 CAPTURE(fy);
                 auto x = random_blocks<B>(nb, static_cast<unsigned>(17 * nb) + static_cast<unsigned>(fx));
-                auto y = random_blocks<P>(nb, static_cast<unsigned>(19 * nb) + static_cast<unsigned>(fy));
+                auto y = random_blocks<P>(np, static_cast<unsigned>(19 * nb) + static_cast<unsigned>(fy));
                 for (auto& b : x) fill_quants(b, static_cast<unsigned char>(fx));
                 for (auto& b : y) fill_quants(b, static_cast<unsigned char>(fy));
                 check_dot_bound<B>(x, y);
@@ -252,7 +256,8 @@ struct type_list {};
 using weight_types = type_list<quant::block_q4_0, quant::block_q4_1, quant::block_q5_0, quant::block_q5_1,
                                quant::block_q8_0, quant::block_q8_1, quant::block_iq4_nl, quant::block_mxfp4,
                                quant::block_q2_K, quant::block_q3_K, quant::block_q4_K, quant::block_q5_K,
-                               quant::block_q6_K, quant::block_iq4_xs, quant::block_tq1_0, quant::block_tq2_0>;
+                               quant::block_q6_K, quant::block_iq4_xs, quant::block_tq1_0, quant::block_tq2_0,
+                               quant::block_nvfp4, quant::block_q1_0, quant::block_q2_0>;
 template <class... B>
 void for_types(type_list<B...>, auto&& f) {
     (f.template operator()<B>(), ...);
@@ -301,12 +306,13 @@ template <class B>
 void check_gemv() {
     using P = typename quant::block_traits<B>::dot_partner;
     constexpr auto bs = static_cast<std::size_t>(quant::block_traits<B>::block_size);
+    constexpr auto pbs = static_cast<std::size_t>(quant::block_traits<P>::block_size);
     const auto scalar_dot = simd::kernel_for<qk::quant_kernels<B>::template vec_dot>(arch_id::scalar);
     for (std::size_t nb : {1, 5, 8}) {
         for (std::int64_t nrows : {1, 3, 4, 5, 9, 19}) {
             const std::size_t stride_blocks = nb + 1;  // rows with a gap between them
             const auto x = random_blocks<B>(stride_blocks * static_cast<std::size_t>(nrows), static_cast<unsigned>(nb * 31 + 7));
-            const auto y = random_blocks<P>(nb, static_cast<unsigned>(nb * 37 + 9));
+            const auto y = random_blocks<P>(nb * bs / pbs, static_cast<unsigned>(nb * 37 + 9));
             const auto n = static_cast<std::int64_t>(nb * bs);
             std::vector<float> out(static_cast<std::size_t>(nrows) + 1, -1.0f);
             for (auto a : simd::available_archs()) {

@@ -36,15 +36,14 @@ std::vector<float> gaussian(std::size_t n, std::uint64_t seed, float scale = 1.0
 const type_id all_types[] = {type_id::q4_0, type_id::q4_1, type_id::q5_0,   type_id::q5_1,   type_id::q8_0,
                              type_id::q8_1, type_id::q2_K, type_id::q3_K,   type_id::q4_K,   type_id::q5_K,
                              type_id::q6_K, type_id::q8_K, type_id::iq4_nl, type_id::iq4_xs, type_id::tq1_0,
-                             type_id::tq2_0, type_id::mxfp4};
+                             type_id::tq2_0, type_id::mxfp4, type_id::nvfp4, type_id::q1_0, type_id::q2_0};
 
 const type_id imatrix_types[] = {type_id::q4_0, type_id::q4_1, type_id::q5_0, type_id::q5_1,
                                  type_id::q2_K, type_id::q3_K, type_id::q4_K, type_id::q5_K,
                                  type_id::q6_K, type_id::iq4_nl, type_id::iq4_xs};
 
 const type_id unsupported_types[] = {type_id::iq1_s,  type_id::iq1_m,   type_id::iq2_xxs, type_id::iq2_xs,
-                                     type_id::iq2_s,  type_id::iq3_xxs, type_id::iq3_s,   type_id::nvfp4,
-                                     type_id::q1_0,   type_id::q2_0};
+                                     type_id::iq2_s,  type_id::iq3_xxs, type_id::iq3_s};
 
 std::vector<unsigned char> quantize_vec(type_id t, const std::vector<float>& x, std::int64_t nrows,
                                         const float* imatrix = nullptr) {

@@ -39,6 +39,7 @@ enum class llama_ftype : std::uint32_t {
     q2_K = 10, q3_K_S = 11, q3_K_M = 12, q3_K_L = 13, q4_K_S = 14, q4_K_M = 15, q5_K_S = 16, q5_K_M = 17, q6_K = 18,
     iq2_xxs = 19, iq2_xs = 20, q2_K_S = 21, iq3_xs = 22, iq3_xxs = 23, iq1_s = 24, iq4_nl = 25, iq3_s = 26, iq3_m = 27,
     iq2_s = 28, iq2_m = 29, iq4_xs = 30, iq1_m = 31, bf16 = 32, tq1_0 = 36, tq2_0 = 37, mxfp4_moe = 38,
+    nvfp4 = 39, q1_0 = 40, q2_0 = 41,
 };
 
 struct llama_ftype_info {
@@ -64,7 +65,8 @@ inline constexpr llama_ftype_info llama_ftypes[] = {
     {"IQ3_S", llama_ftype::iq3_s, type_id::iq3_s},     {"IQ3_M", llama_ftype::iq3_m, type_id::iq3_s},
     {"IQ4_NL", llama_ftype::iq4_nl, type_id::iq4_nl},  {"IQ4_XS", llama_ftype::iq4_xs, type_id::iq4_xs},
     {"TQ1_0", llama_ftype::tq1_0, type_id::tq1_0},     {"TQ2_0", llama_ftype::tq2_0, type_id::tq2_0},
-    {"MXFP4_MOE", llama_ftype::mxfp4_moe, type_id::mxfp4},
+    {"MXFP4_MOE", llama_ftype::mxfp4_moe, type_id::mxfp4}, {"NVFP4", llama_ftype::nvfp4, type_id::nvfp4},
+    {"Q1_0", llama_ftype::q1_0, type_id::q1_0},        {"Q2_0", llama_ftype::q2_0, type_id::q2_0},
 };
 
 inline const llama_ftype_info& ftype_info(llama_ftype f) {
@@ -159,7 +161,7 @@ public:
         } else if (r == tensor_role::token_embd) {
             if (is({F::iq2_xxs, F::iq2_xs, F::iq1_s, F::iq1_m})) t = T::q2_K;
             else if (is({F::iq2_s, F::iq2_m, F::iq3_xxs})) t = T::iq3_s;
-            else if (is({F::tq1_0, F::tq2_0})) t = T::q4_K;
+            else if (is({F::tq1_0, F::tq2_0, F::q2_0})) t = T::q4_K;
         } else if (low_iq) {
             if (r == tensor_role::attn_v) {
                 t = gqa >= 4 || n_exp >= 4 ? T::q4_K : iq2sm ? T::iq3_s : T::q2_K;

@@ -139,6 +139,9 @@ inline std::optional<std::uint32_t> llama_ftype_of(type_id t) noexcept {
         case type_id::bf16: return 32;
         case type_id::tq1_0: return 36;
         case type_id::tq2_0: return 37;
+        case type_id::nvfp4: return 39;
+        case type_id::q1_0: return 40;
+        case type_id::q2_0: return 41;
         default: return std::nullopt;
     }
 }
@@ -154,7 +157,8 @@ inline type_id quantize_fallback_type(type_id t) noexcept {
         case type_id::q4_K: return type_id::q5_0;
         case type_id::q5_K: return type_id::q5_1;
         case type_id::q6_K: return type_id::q8_0;
-        default: return t;
+        case type_id::q2_0: return type_id::q4_0;  // (llama.cpp's rule since q2_0 was added)
+        default: return t;  // q1_0, nvfp4: none (llama.cpp refuses; tessera keeps the tensor's type)
     }
 }
 

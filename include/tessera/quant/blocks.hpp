@@ -164,9 +164,9 @@ struct block_traits;
     X(block_iq3_s, iq3_s, block_q8_K, false) \
     X(block_iq2_s, iq2_s, block_q8_K, false) \
     X(block_iq1_m, iq1_m, block_q8_K, false) \
-    X(block_nvfp4, nvfp4, block_q8_0, false) \
-    X(block_q1_0, q1_0, block_q8_0, false) \
-    X(block_q2_0, q2_0, block_q8_0, false)
+    X(block_nvfp4, nvfp4, block_q8_0, true) \
+    X(block_q1_0, q1_0, block_q8_0, true) \
+    X(block_q2_0, q2_0, block_q8_0, true)
 
 #define TESSERA_BLOCK_TRAITS_(B, ID, PARTNER, SUPPORTED)                                 \
     template <>                                                                          \

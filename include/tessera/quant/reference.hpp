@@ -16,7 +16,7 @@
 //   dequantize_row(t, src, dst, n)                     (also f32, f16, bf16)
 //   can_quantize(t), can_dequantize(t)
 // Types with a layout but no kernels (iq1_s, iq1_m, iq2_xxs, iq2_xs, iq2_s, iq3_xxs,
-// iq3_s, nvfp4, q1_0, q2_0) throw tessera::error(errc::unsupported).
+// iq3_s) throw tessera::error(errc::unsupported).
 #pragma once
 
 #include <cstddef>
@@ -33,6 +33,7 @@
 #include "tessera/quant/iq4.hpp"
 #include "tessera/quant/k_quants.hpp"
 #include "tessera/quant/mxfp4.hpp"
+#include "tessera/quant/q1_q2.hpp"
 #include "tessera/quant/q4_q5.hpp"
 #include "tessera/quant/q8.hpp"
 #include "tessera/quant/ref_common.hpp"

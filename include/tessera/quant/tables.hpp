@@ -29,7 +29,27 @@ constexpr std::array<float, 256> make_e8m0_half() {
     }
     return t;
 }
+// nvfp4's UE4M3 scale byte (4 exponent bits, bias 7, 3 mantissa bits; bit 7 ignored;
+// 0 and 0x7F are zero) as a float, halved like e8m0_half to pair with the doubled
+// kvalues_mxfp4: ggml's ggml_ue4m3_to_fp32.
+constexpr std::array<float, 256> make_ue4m3_half() {
+    std::array<float, 256> t{};
+    for (std::uint32_t x = 0; x < 256; ++x) {
+        const std::uint32_t e = (x >> 3) & 0xF, m = x & 7;
+        if (x == 0 || x == 0x7F) continue;
+        float v = e == 0 ? static_cast<float>(m) / 512.0f : (8.0f + static_cast<float>(m)) / 8.0f;
+        for (std::uint32_t k = 7; k < e; ++k) v *= 2.0f;  // 2^(e - 7), exact
+        for (std::uint32_t k = e == 0 ? 7 : e; k < 7; ++k) v *= 0.5f;
+        t[x] = v * 0.5f;
+    }
+    return t;
+}
 }  // namespace detail
+
+// nvfp4's scale byte as 2^(e-7) (1 + m/8) / 2 (subnormals m 2^-9 / 2).
+inline constexpr std::array<float, 256> ue4m3_half = detail::make_ue4m3_half();
+static_assert(ue4m3_half[0x38] == 0.5f && ue4m3_half[0x7F] == 0.0f && ue4m3_half[0xFF] == 240.0f &&
+              ue4m3_half[0x7E] == 224.0f && ue4m3_half[1] == 0x1p-10f && ue4m3_half[0x08] == 0x1p-7f);
 
 // mxfp4's scale byte e (E8M0) as the float 2^(e-128), to multiply kvalues_mxfp4 with.
 // e = 255 (NaN in E8M0) comes out as 2^127, as in ggml's conversion.

@@ -21,6 +21,7 @@
 #include "tessera/quant/iq4.hpp"
 #include "tessera/quant/k_quants.hpp"
 #include "tessera/quant/mxfp4.hpp"
+#include "tessera/quant/q1_q2.hpp"
 #include "tessera/quant/q4_q5.hpp"
 #include "tessera/quant/q8.hpp"
 #include "tessera/quant/ternary.hpp"
@@ -87,6 +88,9 @@ TESSERA_DEQUANT_KERNEL_(q8_K);
 TESSERA_DEQUANT_KERNEL_(iq4_xs);
 TESSERA_DEQUANT_KERNEL_(tq1_0);
 TESSERA_DEQUANT_KERNEL_(tq2_0);
+TESSERA_DEQUANT_KERNEL_(nvfp4);
+TESSERA_DEQUANT_KERNEL_(q1_0);
+TESSERA_DEQUANT_KERNEL_(q2_0);
 #undef TESSERA_DEQUANT_KERNEL_
 
 }  // namespace kernels

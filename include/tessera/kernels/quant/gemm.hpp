@@ -91,7 +91,8 @@ constexpr int qgemm_lane(type_id t) noexcept {
     switch (t) {
         case type_id::q2_K:
         case type_id::q3_K:
-        case type_id::q6_K: return 16;
+        case type_id::q6_K:
+        case type_id::nvfp4: return 16;
         case type_id::q4_0:
         case type_id::q4_1:
         case type_id::q5_0:
@@ -104,7 +105,9 @@ constexpr int qgemm_lane(type_id t) noexcept {
         case type_id::q5_K:
         case type_id::iq4_xs:
         case type_id::tq1_0:
-        case type_id::tq2_0: return 32;
+        case type_id::tq2_0:
+        case type_id::q1_0:
+        case type_id::q2_0: return 32;
         default: return 0;
     }
 }
@@ -380,6 +383,43 @@ struct lane_codec<qg::block_mxfp4> {  // doubled e2m1 values -12..12, + 16
     static TESSERA_ALWAYS_INLINE void decode(const qg::block_mxfp4& x, std::uint8_t* u, float* a, float*) {
         lookup_nibbles<A>(x.qs, tables<A>::mxfp4, off, u);
         a[0] = e8m0_half<A>(x.e);
+    }
+};
+template <>
+struct lane_codec<qg::block_nvfp4> {  // 4 lanes of 16: doubled e2m1 values -12..12, + 16
+    static constexpr int lane = 16, off = 16;
+    static constexpr bool wide = false, min = false;
+    template <class A>
+    static TESSERA_ALWAYS_INLINE void decode(const qg::block_nvfp4& x, std::uint8_t* u, float* a, float*) {
+        for (int g = 0; g < 4; ++g) {
+            for (int j = 0; j < 8; ++j) {
+                u[16 * g + j] = static_cast<std::uint8_t>(tables<A>::mxfp4[x.qs[8 * g + j] & 15] + off);
+                u[16 * g + j + 8] = static_cast<std::uint8_t>(tables<A>::mxfp4[x.qs[8 * g + j] >> 4] + off);
+            }
+            a[g] = qg::ue4m3_half[x.d[g]];
+        }
+    }
+};
+template <>
+struct lane_codec<qg::block_q1_0> {  // 4 lanes of 32: bits, w = 2 bit - 1, u = 2 bit
+    static constexpr int lane = 32, off = 1;
+    static constexpr bool wide = false, min = false;
+    template <class A>
+    static TESSERA_ALWAYS_INLINE void decode(const qg::block_q1_0& x, std::uint8_t* u, float* a, float*) {
+        for (int j = 0; j < 128; ++j) u[j] = static_cast<std::uint8_t>(((x.qs[j / 8] >> (j % 8)) & 1) << 1);
+        const float d = h2f<A>(x.d);
+        for (int l = 0; l < 4; ++l) a[l] = d;
+    }
+};
+template <>
+struct lane_codec<qg::block_q2_0> {  // 2 lanes of 32: 2-bit q, w = q - 1
+    static constexpr int lane = 32, off = 1;
+    static constexpr bool wide = false, min = false;
+    template <class A>
+    static TESSERA_ALWAYS_INLINE void decode(const qg::block_q2_0& x, std::uint8_t* u, float* a, float*) {
+        for (int j = 0; j < 64; ++j) u[j] = (x.qs[j / 4] >> (2 * (j % 4))) & 3;
+        const float d = h2f<A>(x.d);
+        a[0] = a[1] = d;
     }
 };
 template <>
@@ -1023,6 +1063,9 @@ TESSERA_QGEMM_KERNEL_(q6_K);
 TESSERA_QGEMM_KERNEL_(iq4_xs);
 TESSERA_QGEMM_KERNEL_(tq1_0);
 TESSERA_QGEMM_KERNEL_(tq2_0);
+TESSERA_QGEMM_KERNEL_(nvfp4);
+TESSERA_QGEMM_KERNEL_(q1_0);
+TESSERA_QGEMM_KERNEL_(q2_0);
 TESSERA_QGEMM_R4_KERNEL_(q4_0);
 TESSERA_QGEMM_R4_KERNEL_(q8_0);
 TESSERA_QGEMM_R4_KERNEL_(q4_K);

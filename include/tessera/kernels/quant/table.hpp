@@ -61,6 +61,9 @@ template <> struct quant_kernels<quant::block_q6_K> { TESSERA_ROWS_(q6_K) };
 template <> struct quant_kernels<quant::block_iq4_xs> { TESSERA_ROWS_(iq4_xs) };
 template <> struct quant_kernels<quant::block_tq1_0> { TESSERA_ROWS_(tq1_0) };
 template <> struct quant_kernels<quant::block_tq2_0> { TESSERA_ROWS_(tq2_0) };
+template <> struct quant_kernels<quant::block_nvfp4> { TESSERA_ROWS_(nvfp4) };
+template <> struct quant_kernels<quant::block_q1_0> { TESSERA_ROWS_(q1_0) };
+template <> struct quant_kernels<quant::block_q2_0> { TESSERA_ROWS_(q2_0) };
 // q8_K is an activation type only: a quantizer and a dequantizer, no dot product.
 template <> struct quant_kernels<quant::block_q8_K> {
     template <class A>

@@ -35,6 +35,7 @@
 #include "tessera/quant/iq4.hpp"
 #include "tessera/quant/k_quants.hpp"
 #include "tessera/quant/mxfp4.hpp"
+#include "tessera/quant/q1_q2.hpp"
 #include "tessera/quant/q4_q5.hpp"
 #include "tessera/quant/q8.hpp"
 #include "tessera/quant/ternary.hpp"
@@ -129,6 +130,9 @@ TESSERA_VEC_DOT_KERNEL_(q6_K, q8_K);
 TESSERA_VEC_DOT_KERNEL_(iq4_xs, q8_K);
 TESSERA_VEC_DOT_KERNEL_(tq1_0, q8_K);
 TESSERA_VEC_DOT_KERNEL_(tq2_0, q8_K);
+TESSERA_VEC_DOT_KERNEL_(nvfp4, q8_0);
+TESSERA_VEC_DOT_KERNEL_(q1_0, q8_0);
+TESSERA_VEC_DOT_KERNEL_(q2_0, q8_0);
 #undef TESSERA_VEC_DOT_KERNEL_
 
 // sum x[i] * y[i] over f16 rows (products exact in f32, summed in f32 by the SIMD paths).
