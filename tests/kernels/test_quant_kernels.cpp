@@ -60,6 +60,14 @@ std::vector<B> random_blocks(std::size_t nb, unsigned seed, bool unit_scales = f
         for (std::size_t k = 0; k < sizeof(B); ++k) p[k] = static_cast<unsigned char>(byte(rng));
         if constexpr (std::is_same_v<B, quant::block_mxfp4>) {
             b.e = static_cast<std::uint8_t>(unit_scales ? 128 : 110 + byte(rng) % 30);
+        } else if constexpr (std::is_same_v<B, quant::block_iq1_m>) {  // the f16 scale in the words' top nibbles
+            const std::uint16_t h = f16::from_float(unit_scales ? 1.0f : sc(rng)).bits;
+            for (int w = 0; w < 4; ++w) {
+                std::uint16_t word;
+                std::memcpy(&word, b.scales + 2 * w, 2);
+                word = static_cast<std::uint16_t>((word & 0x0fff) | (((h >> (4 * w)) & 0xf) << 12));
+                std::memcpy(b.scales + 2 * w, &word, 2);
+            }
         } else if constexpr (std::is_same_v<B, quant::block_nvfp4>) {
             for (auto& d : b.d) d = static_cast<std::uint8_t>(unit_scales ? 0x40 : byte(rng));  // every UE4M3 byte
         } else if constexpr (std::is_same_v<B, quant::block_q8_K>) {
@@ -155,6 +163,8 @@ void fill_quants(B& b, unsigned char fill) {
     if constexpr (requires { b.dmin; }) b.dmin = keep.dmin;
     if constexpr (requires { b.m; }) b.m = keep.m;
     if constexpr (requires { b.e; }) b.e = keep.e;
+    if constexpr (std::is_same_v<B, quant::block_iq1_m>)  // keep the f16 scale in the words' top nibbles
+        for (int i = 1; i < 8; i += 2) b.scales[i] = static_cast<std::uint8_t>((b.scales[i] & 0x0f) | (keep.scales[i] & 0xf0));
     if constexpr (std::is_same_v<B, quant::block_q8_1>) {
         int s = 0;
         for (auto q : b.qs) s += q;
@@ -225,7 +235,7 @@ void check_vec_dot() {
             const auto x = random_blocks<B>(nb, static_cast<unsigned>(3 * nb + 1), true);
             const auto y = random_blocks<P>(np, static_cast<unsigned>(5 * nb + 2), true);
             const float want = scalar_dot(n, x.data(), y.data());
-            REQUIRE(want == std::floor(want));
+            REQUIRE(want * 8 == std::floor(want * 8));  // integers; eighths for the i-quants' 1/8 factors
             for (auto a : simd::available_archs()) {
                 CAPTURE(arch_str(a));
                 CHECK(simd::kernel_for<qk::quant_kernels<B>::template vec_dot>(a)(n, x.data(), y.data()) == want);
@@ -257,7 +267,9 @@ using weight_types = type_list<quant::block_q4_0, quant::block_q4_1, quant::bloc
                                quant::block_q8_0, quant::block_q8_1, quant::block_iq4_nl, quant::block_mxfp4,
                                quant::block_q2_K, quant::block_q3_K, quant::block_q4_K, quant::block_q5_K,
                                quant::block_q6_K, quant::block_iq4_xs, quant::block_tq1_0, quant::block_tq2_0,
-                               quant::block_nvfp4, quant::block_q1_0, quant::block_q2_0>;
+                               quant::block_nvfp4, quant::block_q1_0, quant::block_q2_0, quant::block_iq2_xxs,
+                               quant::block_iq2_xs, quant::block_iq2_s, quant::block_iq3_xxs, quant::block_iq3_s,
+                               quant::block_iq1_s, quant::block_iq1_m>;
 template <class... B>
 void for_types(type_list<B...>, auto&& f) {
     (f.template operator()<B>(), ...);

@@ -112,7 +112,7 @@ struct block_tq2_0 {  // ternary in 2 bits
     f16 d;
 };
 
-// ---- formats with a type id and a layout, but no kernels yet ---------------------
+// ---- the lattice i-quants (iquants.hpp) and the newest small formats ---------------
 struct block_iq2_xxs { f16 d; std::uint16_t qs[qk_k / 8]; };
 struct block_iq2_xs { f16 d; std::uint16_t qs[qk_k / 8]; std::uint8_t scales[qk_k / 32]; };
 struct block_iq3_xxs { f16 d; std::uint8_t qs[3 * qk_k / 8]; };
@@ -157,13 +157,13 @@ struct block_traits;
     X(block_iq4_xs, iq4_xs, block_q8_K, true) \
     X(block_tq1_0, tq1_0, block_q8_K, true) \
     X(block_tq2_0, tq2_0, block_q8_K, true) \
-    X(block_iq2_xxs, iq2_xxs, block_q8_K, false) \
-    X(block_iq2_xs, iq2_xs, block_q8_K, false) \
-    X(block_iq3_xxs, iq3_xxs, block_q8_K, false) \
-    X(block_iq1_s, iq1_s, block_q8_K, false) \
-    X(block_iq3_s, iq3_s, block_q8_K, false) \
-    X(block_iq2_s, iq2_s, block_q8_K, false) \
-    X(block_iq1_m, iq1_m, block_q8_K, false) \
+    X(block_iq2_xxs, iq2_xxs, block_q8_K, true) \
+    X(block_iq2_xs, iq2_xs, block_q8_K, true) \
+    X(block_iq3_xxs, iq3_xxs, block_q8_K, true) \
+    X(block_iq1_s, iq1_s, block_q8_K, true) \
+    X(block_iq3_s, iq3_s, block_q8_K, true) \
+    X(block_iq2_s, iq2_s, block_q8_K, true) \
+    X(block_iq1_m, iq1_m, block_q8_K, true) \
     X(block_nvfp4, nvfp4, block_q8_0, true) \
     X(block_q1_0, q1_0, block_q8_0, true) \
     X(block_q2_0, q2_0, block_q8_0, true)

@@ -15,8 +15,9 @@
 //   quantize(t, src, dst, nrows, n_per_row, imatrix)  -> bytes written
 //   dequantize_row(t, src, dst, n)                     (also f32, f16, bf16)
 //   can_quantize(t), can_dequantize(t)
-// Types with a layout but no kernels (iq1_s, iq1_m, iq2_xxs, iq2_xs, iq2_s, iq3_xxs,
-// iq3_s) throw tessera::error(errc::unsupported).
+// The lattice i-quants (iq1_s, iq1_m, iq2_xxs, iq2_xs, iq2_s, iq3_xxs, iq3_s) have no
+// quantizer yet: quantize() throws tessera::error(errc::unsupported) for them (and
+// can_quantize is false) while dequantize_row and vec_dot_row work.
 #pragma once
 
 #include <cstddef>
@@ -31,6 +32,7 @@
 #include "tessera/core/type_id.hpp"
 #include "tessera/quant/blocks.hpp"
 #include "tessera/quant/iq4.hpp"
+#include "tessera/quant/iquants.hpp"
 #include "tessera/quant/k_quants.hpp"
 #include "tessera/quant/mxfp4.hpp"
 #include "tessera/quant/q1_q2.hpp"
@@ -55,6 +57,12 @@ inline float vec_dot_ref(std::int64_t n, const bf16* x, const bf16* y) { return 
 
 namespace detail {
 
+template <class B>
+inline constexpr bool has_reference = block_traits<B>::supported;
+template <class B>
+inline constexpr bool has_quantizer =
+    has_reference<B> && requires(const float* x, B* y, std::int64_t n, const float* w) { quantize_row_ref(x, y, n, w); };
+
 [[noreturn]] inline void fail_unsupported(type_id t, const char* what) {
     const auto raw = static_cast<std::int64_t>(t);
     if (!is_valid_type_id(raw))
@@ -62,26 +70,35 @@ namespace detail {
     const std::string name(type_name(t));
     bool is_block = false;
     visit_block_type(t, [&]<class B>() { is_block = true; });
+    bool readable = false;
+    visit_block_type(t, [&]<class B>() { readable = has_reference<B>; });
+    if (readable)
+        fail(errc::unsupported, name + ": tessera cannot quantize to " + name + " yet (" + what +
+                                    "; it reads and computes with it, but has no quantizer for it)");
     if (is_block)
         fail(errc::unsupported, name + ": not supported yet (" + what +
                                     "; tessera knows the block layout but has no kernels for this type)");
     fail(errc::unsupported, std::string(what) + ": " + name + " is not a floating-point or quantized type");
 }
 
-template <class B>
-inline constexpr bool has_reference = block_traits<B>::supported;
 
 }  // namespace detail
 
-// Types quantize() can write / dequantize_row() can read.
+// Types quantize() can write / dequantize_row() and vec_dot_row() can read.
 inline bool can_quantize(type_id t) {
+    if (!is_valid_type_id(static_cast<std::int64_t>(t))) return false;
+    if (is_float(t)) return true;
+    bool ok = false;
+    visit_block_type(t, [&]<class B>() { ok = detail::has_quantizer<B>; });
+    return ok;
+}
+inline bool can_dequantize(type_id t) {
     if (!is_valid_type_id(static_cast<std::int64_t>(t))) return false;
     if (is_float(t)) return true;
     bool ok = false;
     visit_block_type(t, [&]<class B>() { ok = detail::has_reference<B>; });
     return ok;
 }
-inline bool can_dequantize(type_id t) { return can_quantize(t); }
 
 // Quantizes nrows rows of n_per_row floats (contiguous) into dst, row after row, and
 // returns the bytes written (nrows * row_size(t, n_per_row)). imatrix, if given, holds
@@ -116,7 +133,7 @@ inline std::size_t quantize(type_id t, const float* src, void* dst, std::int64_t
         default: break;
     }
     visit_block_type(t, [&]<class B>() {
-        if constexpr (detail::has_reference<B>) {
+        if constexpr (detail::has_quantizer<B>) {
             for (std::int64_t r = 0; r < nrows; ++r)
                 quantize_row_ref(src + r * n_per_row, reinterpret_cast<B*>(out + r * rs), n_per_row, imatrix);
         }
@@ -158,7 +175,7 @@ inline void dequantize_row(type_id t, const void* src, float* dst, std::int64_t 
 // Dot product of a row of type t with a row of its dot partner (already quantized),
 // through vec_dot_ref. For f32/f16/bf16 the partner is the same type.
 inline float vec_dot_row(type_id t, std::int64_t n, const void* x, const void* y) {
-    if (!can_quantize(t)) detail::fail_unsupported(t, "vec_dot_row");
+    if (!can_dequantize(t)) detail::fail_unsupported(t, "vec_dot_row");
     (void)row_size(t, n);
     switch (t) {
         case type_id::f32: return vec_dot_ref(n, static_cast<const float*>(x), static_cast<const float*>(y));

@@ -154,7 +154,7 @@ inline std::string set_rows(const node& n) {
 inline std::string mul_mat(const node& n) {
     const node* a = n.src[0];
     if (is_float(a->lay.type)) return {};
-    if (quant::can_quantize(a->lay.type) && quant::can_quantize(quant::dot_partner_type(a->lay.type))) return {};
+    if (quant::can_dequantize(a->lay.type) && quant::can_quantize(quant::dot_partner_type(a->lay.type))) return {};
     return "mul_mat with " + tn(a->lay.type) + " weights (no vec_dot kernel for this type yet)";
 }
 inline std::string flash_attn_ext(const node& n) {

@@ -79,7 +79,7 @@ inline std::string products_unsupported_reason(const node& n) {
         return "out_prod with " + std::string(type_name(ta)) + " a (no dequantize kernel for this type yet)";
     }
     if (is_float(ta)) return {};
-    if (is_quantized(ta) && quant::can_quantize(ta) && quant::can_quantize(quant::dot_partner_type(ta))) return {};
+    if (is_quantized(ta) && quant::can_dequantize(ta) && quant::can_quantize(quant::dot_partner_type(ta))) return {};
     return name + " with " + std::string(type_name(ta)) + " weights (no vec_dot kernel for this type yet)";
 }
 

@@ -19,6 +19,7 @@
 #include "tessera/kernels/quant/common.hpp"
 #include "tessera/quant/blocks.hpp"
 #include "tessera/quant/iq4.hpp"
+#include "tessera/quant/iquants.hpp"
 #include "tessera/quant/k_quants.hpp"
 #include "tessera/quant/mxfp4.hpp"
 #include "tessera/quant/q1_q2.hpp"
@@ -91,6 +92,13 @@ TESSERA_DEQUANT_KERNEL_(tq2_0);
 TESSERA_DEQUANT_KERNEL_(nvfp4);
 TESSERA_DEQUANT_KERNEL_(q1_0);
 TESSERA_DEQUANT_KERNEL_(q2_0);
+TESSERA_DEQUANT_KERNEL_(iq2_xxs);
+TESSERA_DEQUANT_KERNEL_(iq2_xs);
+TESSERA_DEQUANT_KERNEL_(iq2_s);
+TESSERA_DEQUANT_KERNEL_(iq3_xxs);
+TESSERA_DEQUANT_KERNEL_(iq3_s);
+TESSERA_DEQUANT_KERNEL_(iq1_s);
+TESSERA_DEQUANT_KERNEL_(iq1_m);
 #undef TESSERA_DEQUANT_KERNEL_
 
 }  // namespace kernels

@@ -33,6 +33,7 @@
 #include "tessera/kernels/quant/common.hpp"
 #include "tessera/quant/blocks.hpp"
 #include "tessera/quant/iq4.hpp"
+#include "tessera/quant/iquants.hpp"
 #include "tessera/quant/k_quants.hpp"
 #include "tessera/quant/mxfp4.hpp"
 #include "tessera/quant/q1_q2.hpp"
@@ -133,6 +134,13 @@ TESSERA_VEC_DOT_KERNEL_(tq2_0, q8_K);
 TESSERA_VEC_DOT_KERNEL_(nvfp4, q8_0);
 TESSERA_VEC_DOT_KERNEL_(q1_0, q8_0);
 TESSERA_VEC_DOT_KERNEL_(q2_0, q8_0);
+TESSERA_VEC_DOT_KERNEL_(iq2_xxs, q8_K);
+TESSERA_VEC_DOT_KERNEL_(iq2_xs, q8_K);
+TESSERA_VEC_DOT_KERNEL_(iq2_s, q8_K);
+TESSERA_VEC_DOT_KERNEL_(iq3_xxs, q8_K);
+TESSERA_VEC_DOT_KERNEL_(iq3_s, q8_K);
+TESSERA_VEC_DOT_KERNEL_(iq1_s, q8_K);
+TESSERA_VEC_DOT_KERNEL_(iq1_m, q8_K);
 #undef TESSERA_VEC_DOT_KERNEL_
 
 // sum x[i] * y[i] over f16 rows (products exact in f32, summed in f32 by the SIMD paths).
