@@ -36,15 +36,16 @@ std::vector<float> gaussian(std::size_t n, std::uint64_t seed, float scale = 1.0
 const type_id all_types[] = {type_id::q4_0, type_id::q4_1, type_id::q5_0,   type_id::q5_1,   type_id::q8_0,
                              type_id::q8_1, type_id::q2_K, type_id::q3_K,   type_id::q4_K,   type_id::q5_K,
                              type_id::q6_K, type_id::q8_K, type_id::iq4_nl, type_id::iq4_xs, type_id::tq1_0,
-                             type_id::tq2_0, type_id::mxfp4, type_id::nvfp4, type_id::q1_0, type_id::q2_0};
+                             type_id::tq2_0, type_id::mxfp4, type_id::nvfp4, type_id::q1_0, type_id::q2_0,
+                             type_id::iq3_xxs, type_id::iq3_s, type_id::iq2_s, type_id::iq1_m};
 
 const type_id imatrix_types[] = {type_id::q4_0, type_id::q4_1, type_id::q5_0, type_id::q5_1,
                                  type_id::q2_K, type_id::q3_K, type_id::q4_K, type_id::q5_K,
-                                 type_id::q6_K, type_id::iq4_nl, type_id::iq4_xs};
+                                 type_id::q6_K, type_id::iq4_nl, type_id::iq4_xs, type_id::iq3_xxs,
+                                 type_id::iq3_s, type_id::iq2_s, type_id::iq1_m};
 
-// read and computed with, not written yet
-const type_id unwritable_types[] = {type_id::iq1_s, type_id::iq1_m,   type_id::iq2_xxs, type_id::iq2_xs,
-                                    type_id::iq2_s, type_id::iq3_xxs, type_id::iq3_s};
+// quantized only with importance weights (ggml asserts without them)
+const type_id imatrix_required_types[] = {type_id::iq2_xxs, type_id::iq2_xs, type_id::iq1_s};
 
 std::vector<unsigned char> quantize_vec(type_id t, const std::vector<float>& x, std::int64_t nrows,
                                         const float* imatrix = nullptr) {
@@ -173,7 +174,8 @@ TEST_CASE("random data: error relative to the data's scale, per type") {
         {type_id::q8_0, 0.008}, {type_id::q8_1, 0.008}, {type_id::q8_K, 0.008}, {type_id::q2_K, 0.45},
         {type_id::q3_K, 0.25}, {type_id::q4_K, 0.11},  {type_id::q5_K, 0.055}, {type_id::q6_K, 0.03},
         {type_id::iq4_nl, 0.11}, {type_id::iq4_xs, 0.11}, {type_id::tq1_0, 1.0}, {type_id::tq2_0, 1.0},
-        {type_id::mxfp4, 0.2},
+        {type_id::mxfp4, 0.2}, {type_id::nvfp4, 0.15}, {type_id::q1_0, 0.9}, {type_id::q2_0, 1.05},
+        {type_id::iq3_xxs, 0.31}, {type_id::iq3_s, 0.25}, {type_id::iq2_s, 0.4}, {type_id::iq1_m, 0.87},
     };
     const std::vector<float> x = gaussian(4096, 21, 5.0f);
     double ms = 0;
@@ -190,23 +192,41 @@ TEST_CASE("random data: error relative to the data's scale, per type") {
     }
 }
 
-TEST_CASE("types without a quantizer: read and dotted, a clear error when written, never a crash") {
-    std::vector<float> x(256, 1.0f), y(256);
-    std::vector<unsigned char> buf(1024);
-    for (type_id t : unwritable_types) {
+TEST_CASE("types that need importance weights: a clear error without them, ggml-like results with them") {
+    std::vector<float> x = gaussian(1024, 17), y = gaussian(1024, 19), w(256);
+    for (std::size_t j = 0; j < w.size(); ++j) w[j] = 0.5f + static_cast<float>(j % 13) / 13.0f;
+    std::vector<unsigned char> buf(4096);
+    for (type_id t : imatrix_required_types) {
         const std::string name(type_name(t));
         CAPTURE(name);
-        CHECK_FALSE(can_quantize(t));
-        CHECK(can_dequantize(t));
+        CHECK(can_quantize(t));
         try {
-            quantize(t, x.data(), buf.data(), 1, 256);
+            quantize(t, x.data(), buf.data(), 4, 256);
             FAIL("no exception");
         } catch (const tessera::error& e) {
-            CHECK(e.code() == errc::unsupported);
-            CHECK(std::string(e.what()).rfind(name + ": tessera cannot quantize to " + name + " yet", 0) == 0);
+            CHECK(e.code() == errc::invalid_argument);
+            CHECK(std::string(e.what()).find("quantize_row_ref(" + name + "): this type needs importance weights") !=
+                  std::string::npos);
         }
-        dequantize_row(t, buf.data(), y.data(), 256);
-        (void)vec_dot_row(t, 256, buf.data(), buf.data());
+        // with weights: a bounded error, and the dot product of the dequantized rows
+        const auto q = quantize_vec(t, x, 4, w.data());
+        const auto dx = dequantize_vec(t, q, x.size());
+        double e = 0, ms = 0;
+        for (std::size_t i = 0; i < x.size(); ++i) {
+            e += (x[i] - dx[i]) * static_cast<double>(x[i] - dx[i]);
+            ms += static_cast<double>(x[i]) * x[i];
+        }
+        MESSAGE(name << ": relative rms error " << std::sqrt(e / ms));
+        CHECK(std::sqrt(e / ms) < (t == type_id::iq1_s ? 0.72 : 0.52));  // 1.5x of 0.48 / 0.34
+        const type_id p = dot_partner_type(t);
+        const auto qy = quantize_vec(p, std::vector<float>(y.begin(), y.begin() + 256), 1);
+        const auto dy = dequantize_vec(p, qy, 256);
+        double ref = 0, mag = 0;
+        for (std::size_t i = 0; i < 256; ++i) {
+            ref += static_cast<double>(dx[i]) * dy[i];
+            mag += std::fabs(static_cast<double>(dx[i]) * dy[i]);
+        }
+        CHECK(std::fabs(vec_dot_row(t, 256, q.data(), qy.data()) - ref) <= 2e-6 * mag);
     }
     for (type_id t : {type_id::i8, type_id::i32, type_id::f64, static_cast<type_id>(4), static_cast<type_id>(99)}) {
         CHECK_FALSE(can_quantize(t));
@@ -269,7 +289,7 @@ TEST_CASE("arbitrary block bytes dequantize and dot without undefined behaviour"
             dequantize_row(t, xb.data(), y.data(), n);
             (void)vec_dot_row(t, n, xb.data(), yb.data());
         }
-        for (type_id t : unwritable_types) {
+        for (type_id t : imatrix_required_types) {
             CAPTURE(type_name(t));
             std::vector<float> y(n);
             dequantize_row(t, xb.data(), y.data(), n);

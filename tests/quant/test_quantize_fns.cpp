@@ -75,7 +75,7 @@ void quantize_ref(type_id t, const float* x, void* y, std::int64_t n) {
         default: break;
     }
     visit_block_type(t, [&]<class B>() {
-        if constexpr (quant::detail::has_quantizer<B>) quantize_row_ref(x, static_cast<B*>(y), n);
+        if constexpr (requires { quantize_row_ref(x, static_cast<B*>(y), n); }) quantize_row_ref(x, static_cast<B*>(y), n);
     });
 }
 

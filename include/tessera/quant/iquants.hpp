@@ -20,8 +20,7 @@
 // times the group's odd scale 2 s + 1, summed in i32 over the super-block, then one f32
 // product by d_x d_y per super-block and the format's constant at the end (1/8 for the
 // iq2 types, 1/4 for iq3_xxs). The iq1 types add delta (sum of q8 over the group) as
-// their second term. The quantizers are not here yet: tessera reads and computes with
-// these types but cannot write them.
+// their second term. The quantizers are in iq_quantize.hpp.
 #pragma once
 
 #include <cstdint>

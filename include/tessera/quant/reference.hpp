@@ -15,9 +15,10 @@
 //   quantize(t, src, dst, nrows, n_per_row, imatrix)  -> bytes written
 //   dequantize_row(t, src, dst, n)                     (also f32, f16, bf16)
 //   can_quantize(t), can_dequantize(t)
-// The lattice i-quants (iq1_s, iq1_m, iq2_xxs, iq2_xs, iq2_s, iq3_xxs, iq3_s) have no
-// quantizer yet: quantize() throws tessera::error(errc::unsupported) for them (and
-// can_quantize is false) while dequantize_row and vec_dot_row work.
+// Every block type with a layout has all three. iq2_xxs, iq2_xs and iq1_s need the
+// imatrix (tessera::error(errc::invalid_argument) without); a type with dequantization
+// but no quantizer (none today) would have can_quantize false and throw
+// errc::unsupported from quantize().
 #pragma once
 
 #include <cstddef>
@@ -32,6 +33,7 @@
 #include "tessera/core/type_id.hpp"
 #include "tessera/quant/blocks.hpp"
 #include "tessera/quant/iq4.hpp"
+#include "tessera/quant/iq_quantize.hpp"
 #include "tessera/quant/iquants.hpp"
 #include "tessera/quant/k_quants.hpp"
 #include "tessera/quant/mxfp4.hpp"
