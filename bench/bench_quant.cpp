@@ -67,6 +67,11 @@ void fill_random(B* b, std::size_t nb, unsigned seed) {
     for (std::size_t i = 0; i < nb; ++i) {
         if constexpr (std::is_same_v<B, quant::block_mxfp4>) {
             b[i].e = static_cast<std::uint8_t>(120 + rng() % 8);
+        } else if constexpr (std::is_same_v<B, quant::block_nvfp4>) {
+            for (auto& d : b[i].d) d = static_cast<std::uint8_t>(0x30 + rng() % 16);
+        } else if constexpr (std::is_same_v<B, quant::block_iq1_m>) {  // f16 0.01 in the scale words' top nibbles
+            const std::uint16_t h = f16::from_float(0.01f).bits;
+            for (int w = 0; w < 4; ++w) b[i].scales[2 * w + 1] = static_cast<std::uint8_t>((b[i].scales[2 * w + 1] & 0x0f) | (((h >> (4 * w)) & 0xf) << 4));
         } else if constexpr (std::is_same_v<B, quant::block_q8_K>) {
             b[i].d = 0.01f;
         } else if constexpr (requires { b[i].d; }) {
@@ -357,6 +362,7 @@ void bm_quantize_ref(benchmark::State& state) {
     constexpr std::int64_t n = 262144;
     std::vector<std::vector<float>> x;
     std::vector<std::vector<B>> y;
+    const std::vector<float> imatrix(n, 1.0f);  // (iq2_xxs, iq2_xs, iq1_s need one)
     for (int t = 0; t < threads; ++t) {
         x.push_back(random_floats(n, 20 + static_cast<unsigned>(t)));
         y.emplace_back(static_cast<std::size_t>(n / quant::block_traits<B>::block_size));
@@ -365,7 +371,8 @@ void bm_quantize_ref(benchmark::State& state) {
     const auto t0 = std::chrono::steady_clock::now();
     for (auto _ : state) {
         p.run([&](int t) {
-            quant::quantize_row_ref(x[static_cast<std::size_t>(t)].data(), y[static_cast<std::size_t>(t)].data(), n);
+            quant::quantize_row_ref(x[static_cast<std::size_t>(t)].data(), y[static_cast<std::size_t>(t)].data(), n,
+                                    imatrix.data());
         });
         benchmark::ClobberMemory();
     }
@@ -380,7 +387,9 @@ struct types {};
 using block_types = types<quant::block_q4_0, quant::block_q8_0, quant::block_q4_K, quant::block_q6_K, quant::block_q4_1,
                           quant::block_q5_0, quant::block_q5_1, quant::block_q2_K, quant::block_q3_K, quant::block_q5_K,
                           quant::block_iq4_nl, quant::block_iq4_xs, quant::block_tq1_0, quant::block_tq2_0,
-                          quant::block_mxfp4>;
+                          quant::block_mxfp4, quant::block_nvfp4, quant::block_q1_0, quant::block_q2_0,
+                          quant::block_iq2_xxs, quant::block_iq2_xs, quant::block_iq2_s, quant::block_iq3_xxs,
+                          quant::block_iq3_s, quant::block_iq1_s, quant::block_iq1_m>;
 
 template <class... B>
 void register_blocks(types<B...>) {
@@ -429,7 +438,9 @@ void register_all() {
     register_matvec(types<quant::block_q4_0, quant::block_q8_0, quant::block_q4_K, quant::block_q6_K, f16, float, bf16,
                           quant::block_q4_1, quant::block_q5_0, quant::block_q5_1, quant::block_q2_K, quant::block_q3_K,
                           quant::block_q5_K, quant::block_iq4_nl, quant::block_iq4_xs, quant::block_tq1_0,
-                          quant::block_tq2_0, quant::block_mxfp4>{});
+                          quant::block_tq2_0, quant::block_mxfp4, quant::block_nvfp4, quant::block_q1_0,
+                          quant::block_q2_0, quant::block_iq2_xxs, quant::block_iq2_xs, quant::block_iq2_s,
+                          quant::block_iq3_xxs, quant::block_iq3_s, quant::block_iq1_s, quant::block_iq1_m>{});
 }
 
 const bool registered = (register_all(), true);

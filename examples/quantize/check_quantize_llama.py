@@ -41,7 +41,9 @@ CASES = [("Q4_K_M", "Q4_K_M", []), ("Q4_K_M-imat", "q4_k_m", ["--imatrix", "rand
          ("Q4_K_S", "Q4_K_S", []), ("Q5_K_M", "Q5_K", []), ("Q6_K", "Q6_K", []), ("Q3_K_M", "Q3_K_M", []),
          ("Q2_K", "Q2_K", []), ("IQ4_XS", "IQ4_XS", ["--imatrix", "random-llama.imatrix.gguf"]),
          ("IQ4_NL", "IQ4_NL", ["--imatrix", "random-llama.imatrix.gguf"]), ("TQ1_0", "TQ1_0", []),
-         ("TQ2_0", "TQ2_0", []), ("MXFP4", "MXFP4_MOE", ["--pure"])]
+         ("TQ2_0", "TQ2_0", []), ("MXFP4", "MXFP4_MOE", ["--pure"])] + [
+         (n, n, ["--imatrix", "random-llama.imatrix.gguf"])
+         for n in ("IQ3_XXS", "IQ3_S", "IQ2_XXS", "IQ2_XS", "IQ2_S", "IQ2_M", "IQ1_S", "IQ1_M")]
 tmp = tempfile.mkdtemp(prefix="tessera-quantize-llama.")
 try:
     for name, ftype, extra in CASES:
@@ -67,7 +69,7 @@ try:
                       (["--tensor-type", "attn_q=q9_9"], "--tensor-type: unknown type 'q9_9'")):
         rc, err = run(args + ["random-llama-f32.gguf", os.path.join(tmp, "bad.gguf"), "Q4_K_M"])
         check(rc == 2 and msg in err and not os.path.exists(os.path.join(tmp, "bad.gguf")), "usage error: " + " ".join(args), err)
-    # the i-quants without a quantizer: planned by --dry-run, refused by a real run
+    # an i-quant file type: --dry-run plans it; without an imatrix it says one is needed
     rc, err = run(["--dry-run", "--imatrix", "random-llama.imatrix.gguf", "random-llama-f32.gguf", "IQ2_XXS"])
     check(rc == 0 and "-> iq2_xxs" in err and "dry run (IQ2_XXS)" in err, "--dry-run IQ2_XXS plans it", err[-400:])
     rc, err = run(["--dry-run", "random-llama-f32.gguf", "IQ2_XXS"])

@@ -139,6 +139,13 @@ inline std::optional<std::uint32_t> llama_ftype_of(type_id t) noexcept {
         case type_id::bf16: return 32;
         case type_id::tq1_0: return 36;
         case type_id::tq2_0: return 37;
+        case type_id::iq2_xxs: return 19;
+        case type_id::iq2_xs: return 20;
+        case type_id::iq3_xxs: return 23;
+        case type_id::iq1_s: return 24;
+        case type_id::iq3_s: return 26;
+        case type_id::iq2_s: return 29;  // IQ2_M (IQ2_S files are mostly iq2_xs)
+        case type_id::iq1_m: return 31;
         case type_id::nvfp4: return 39;
         case type_id::q1_0: return 40;
         case type_id::q2_0: return 41;

@@ -7,7 +7,8 @@
 // kernels/x86/quant/vec_dot.hpp, the AArch64 ones in kernels/arm/quant/vec_dot.hpp):
 //   scalar     every type (the reference definitions);
 //   avx2       q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl, mxfp4, q2_K, q3_K, q4_K, q5_K, q6_K,
-//              iq4_xs, tq1_0, tq2_0 (vpmaddubsw / vpmaddwd), f16 (F16C), bf16;
+//              iq4_xs, tq1_0, tq2_0 (vpmaddubsw / vpmaddwd), f16 (F16C), bf16; nvfp4, q1_0,
+//              q2_0 and the lattice i-quants (which the AVX-512 levels run too);
 //   avx512bw   q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl, mxfp4, q2_K, q3_K, q4_K, q5_K, q6_K,
 //              iq4_xs, tq2_0 (vpmaddubsw/vpmaddwd on 512 bits), bf16 (f16 and tq1_0 use
 //              AVX2's);
