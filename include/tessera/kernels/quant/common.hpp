@@ -143,9 +143,33 @@ TESSERA_ALWAYS_INLINE void q3k_scales(const std::uint8_t* s, std::int8_t out[16]
     }
 }
 
+// Sign multipliers of 8 values as bytes: byte j = -1 where bit j of the index is set, else
+// +1 (for vpsignb); and the same for the i-quants' 7-bit sign codes, whose eighth bit is
+// the parity of the other seven.
+constexpr std::uint64_t sign_bytes_of(std::uint32_t bits) noexcept {
+    std::uint64_t v = 0;
+    for (int j = 0; j < 8; ++j) v |= static_cast<std::uint64_t>((bits >> j) & 1 ? 0xFF : 0x01) << (8 * j);
+    return v;
+}
+struct sign_byte_tables {
+    std::uint64_t byte[256];
+    std::uint64_t code7[128];
+};
+constexpr sign_byte_tables make_sign_byte_tables() noexcept {
+    sign_byte_tables t{};
+    for (std::uint32_t i = 0; i < 256; ++i) t.byte[i] = sign_bytes_of(i);
+    for (std::uint32_t c = 0; c < 128; ++c) {
+        std::uint32_t p = 0;
+        for (int j = 0; j < 7; ++j) p ^= (c >> j) & 1;
+        t.code7[c] = sign_bytes_of(c | (p << 7));
+    }
+    return t;
+}
+
 // Lookup tables, as static members so each arch gets its own tagged copy.
 template <class A>
 struct tables {
+    static constexpr sign_byte_tables signs = make_sign_byte_tables();
     static constexpr std::int8_t iq4nl[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
                                               1,    13,   25,  38,  53,  69,  89,  113};
     static constexpr std::int8_t mxfp4[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};

@@ -539,25 +539,24 @@ float vdot(std::int64_t n, const q::block_q6_K* x, const q::block_q8_K* y, simd:
 }
 
 // ---- the lattice i-quants, q1_0, q2_0 and nvfp4 on AVX2 -----------------------------------
-// Each keeps the scalar body's integer sums (exact, in i32 lanes, one horizontal sum per
-// scale group or super-block) and its float operations in the same order, so it returns
-// the scalar body's value. The AVX-512 levels run these too.
-template <class A>
-TESSERA_ALWAYS_INLINE __m256i bit_mask32(std::uint32_t h) {  // byte j = 0xFF where bit j of h is set
-    const __m256i spread = _mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int>(h)),
-                                               _mm256_setr_epi64x(0, 0x0101010101010101, 0x0202020202020202, 0x0303030303030303));
-    const __m256i bit = _mm256_set1_epi64x(static_cast<long long>(0x8040201008040201ull));
-    return _mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit);
-}
+// The i-quants keep the scalar body's integer sums (exact, in i32 lanes, one horizontal
+// sum per super-block) and its float operations in the same order, so they return the
+// scalar body's value; grid entries are loaded per 8 (or 4) values and the signs applied
+// to y by vpsignb with the sign bytes of tables<A>::signs. q1_0, q2_0 and nvfp4 scale each
+// 32 (16 for nvfp4) in f32 lanes and sum once per row. The AVX-512 levels run these too.
 template <class A>
 TESSERA_ALWAYS_INLINE __m256i load32(const std::int8_t* p) {
     return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
 }
-// 32 unsigned grid bytes g times y, negated where bit j of neg is set, as i16 pair sums
-// (|g| <= 62, so no saturation), then times the i16 scale of each 128-bit half into i32.
 template <class A>
-TESSERA_ALWAYS_INLINE __m256i grid_dot32(__m256i g, std::uint32_t neg, const std::int8_t* q8, __m256i ls) {
-    const __m256i pm = _mm256_or_si256(bit_mask32<A>(neg), _mm256_set1_epi8(1));  // -1 where negative, else +1
+TESSERA_ALWAYS_INLINE __m256i u64x4(std::uint64_t a, std::uint64_t b, std::uint64_t c, std::uint64_t d) {
+    return _mm256_setr_epi64x(static_cast<long long>(a), static_cast<long long>(b), static_cast<long long>(c),
+                              static_cast<long long>(d));
+}
+// 32 unsigned grid bytes g (<= 62: no saturation) times y with the signs pm (+-1 bytes), as
+// i16 pair sums, then times the i16 scale of each 128-bit half into i32 lanes.
+template <class A>
+TESSERA_ALWAYS_INLINE __m256i grid_dot32(__m256i g, __m256i pm, const std::int8_t* q8, __m256i ls) {
     return _mm256_madd_epi16(_mm256_maddubs_epi16(g, _mm256_sign_epi8(load32<A>(q8), pm)), ls);
 }
 template <class A>
@@ -565,15 +564,14 @@ TESSERA_ALWAYS_INLINE __m256i halves16(int lo, int hi) {  // i16 lo in the low 1
     return _mm256_set_m128i(_mm_set1_epi16(static_cast<short>(hi)), _mm_set1_epi16(static_cast<short>(lo)));
 }
 template <class A>
-TESSERA_ALWAYS_INLINE std::uint32_t parity_signs4(std::uint32_t aux) {  // four 7-bit sign codes -> 32 sign bits
-    return q::detail::iq_signs(aux) | (static_cast<std::uint32_t>(q::detail::iq_signs(aux >> 7)) << 8) |
-           (static_cast<std::uint32_t>(q::detail::iq_signs(aux >> 14)) << 16) |
-           (static_cast<std::uint32_t>(q::detail::iq_signs(aux >> 21)) << 24);
+TESSERA_ALWAYS_INLINE __m256i code7_signs(std::uint32_t aux) {  // four 7-bit sign codes (i-quant parity)
+    const auto& t = tables<A>::signs.code7;
+    return u64x4<A>(t[aux & 127], t[(aux >> 7) & 127], t[(aux >> 14) & 127], t[(aux >> 21) & 127]);
 }
 template <class A>
-TESSERA_ALWAYS_INLINE __m256i grid8x4(std::uint64_t a, std::uint64_t b, std::uint64_t c, std::uint64_t d) {
-    return _mm256_setr_epi64x(static_cast<long long>(a), static_cast<long long>(b), static_cast<long long>(c),
-                              static_cast<long long>(d));
+TESSERA_ALWAYS_INLINE __m256i byte_signs(const std::uint8_t* s) {  // four sign bytes
+    const auto& t = tables<A>::signs.byte;
+    return u64x4<A>(t[s[0]], t[s[1]], t[s[2]], t[s[3]]);
 }
 
 template <class A>
@@ -585,9 +583,9 @@ float vdot(std::int64_t n, const q::block_iq2_xxs* x, const q::block_q8_K* y, si
         for (int ib = 0; ib < 8; ++ib) {
             const auto* qb = reinterpret_cast<const std::uint8_t*>(x[b].qs + 4 * ib);
             const std::uint32_t aux = q::detail::load_u32(qb + 4);
-            const __m256i g = grid8x4<A>(q::iq2xxs_grid[qb[0]], q::iq2xxs_grid[qb[1]], q::iq2xxs_grid[qb[2]], q::iq2xxs_grid[qb[3]]);
+            const __m256i g = u64x4<A>(q::iq2xxs_grid[qb[0]], q::iq2xxs_grid[qb[1]], q::iq2xxs_grid[qb[2]], q::iq2xxs_grid[qb[3]]);
             const int ls = static_cast<int>(2 * (aux >> 28) + 1);
-            acc = _mm256_add_epi32(acc, grid_dot32<A>(g, parity_signs4<A>(aux), y[b].qs + 32 * ib, halves16<A>(ls, ls)));
+            acc = _mm256_add_epi32(acc, grid_dot32<A>(g, code7_signs<A>(aux), y[b].qs + 32 * ib, halves16<A>(ls, ls)));
         }
         sum += d * static_cast<float>(hsum256_i32<A>(acc));
     }
@@ -596,18 +594,17 @@ float vdot(std::int64_t n, const q::block_iq2_xxs* x, const q::block_q8_K* y, si
 template <class A>
 float vdot(std::int64_t n, const q::block_iq2_xs* x, const q::block_q8_K* y, simd::requires_arch<simd::avx2>) {
     float sum = 0;
+    const auto& st = tables<A>::signs.code7;
     for (std::int64_t b = 0; b < n / q::qk_k; ++b) {
         const float d = h2f<A>(x[b].d) * y[b].d;
         __m256i acc = _mm256_setzero_si256();
         for (int ib = 0; ib < 8; ++ib) {
             const std::uint16_t* qb = x[b].qs + 4 * ib;
-            const __m256i g = grid8x4<A>(q::iq2xs_grid[qb[0] & 511], q::iq2xs_grid[qb[1] & 511], q::iq2xs_grid[qb[2] & 511],
-                                         q::iq2xs_grid[qb[3] & 511]);
-            const std::uint32_t neg = q::detail::iq_signs(qb[0] >> 9u) | (static_cast<std::uint32_t>(q::detail::iq_signs(qb[1] >> 9u)) << 8) |
-                                      (static_cast<std::uint32_t>(q::detail::iq_signs(qb[2] >> 9u)) << 16) |
-                                      (static_cast<std::uint32_t>(q::detail::iq_signs(qb[3] >> 9u)) << 24);
+            const __m256i g = u64x4<A>(q::iq2xs_grid[qb[0] & 511], q::iq2xs_grid[qb[1] & 511], q::iq2xs_grid[qb[2] & 511],
+                                       q::iq2xs_grid[qb[3] & 511]);
+            const __m256i pm = u64x4<A>(st[qb[0] >> 9], st[qb[1] >> 9], st[qb[2] >> 9], st[qb[3] >> 9]);
             const int sc = x[b].scales[ib];
-            acc = _mm256_add_epi32(acc, grid_dot32<A>(g, neg, y[b].qs + 32 * ib, halves16<A>(2 * (sc & 15) + 1, 2 * (sc >> 4) + 1)));
+            acc = _mm256_add_epi32(acc, grid_dot32<A>(g, pm, y[b].qs + 32 * ib, halves16<A>(2 * (sc & 15) + 1, 2 * (sc >> 4) + 1)));
         }
         sum += d * static_cast<float>(hsum256_i32<A>(acc));
     }
@@ -621,10 +618,10 @@ float vdot(std::int64_t n, const q::block_iq2_s* x, const q::block_q8_K* y, simd
         const std::uint8_t* signs = x[b].qs + q::qk_k / 8;
         __m256i acc = _mm256_setzero_si256();
         for (int ib = 0; ib < 8; ++ib) {
-            const __m256i g = grid8x4<A>(q::detail::iq2s_entry(x[b], ib, 0), q::detail::iq2s_entry(x[b], ib, 1),
-                                         q::detail::iq2s_entry(x[b], ib, 2), q::detail::iq2s_entry(x[b], ib, 3));
+            const __m256i g = u64x4<A>(q::detail::iq2s_entry(x[b], ib, 0), q::detail::iq2s_entry(x[b], ib, 1),
+                                       q::detail::iq2s_entry(x[b], ib, 2), q::detail::iq2s_entry(x[b], ib, 3));
             const int sc = x[b].scales[ib];
-            acc = _mm256_add_epi32(acc, grid_dot32<A>(g, q::detail::load_u32(signs + 4 * ib), y[b].qs + 32 * ib,
+            acc = _mm256_add_epi32(acc, grid_dot32<A>(g, byte_signs<A>(signs + 4 * ib), y[b].qs + 32 * ib,
                                                       halves16<A>(2 * (sc & 15) + 1, 2 * (sc >> 4) + 1)));
         }
         sum += d * static_cast<float>(hsum256_i32<A>(acc));
@@ -643,7 +640,7 @@ float vdot(std::int64_t n, const q::block_iq3_xxs* x, const q::block_q8_K* y, si
             const auto e = [&](int k) { return static_cast<int>(q::iq3xxs_grid[qs[k]]); };
             const __m256i g = _mm256_setr_epi32(e(0), e(1), e(2), e(3), e(4), e(5), e(6), e(7));
             const int ls = static_cast<int>(2 * (aux >> 28) + 1);
-            acc = _mm256_add_epi32(acc, grid_dot32<A>(g, parity_signs4<A>(aux), y[b].qs + 32 * ib, halves16<A>(ls, ls)));
+            acc = _mm256_add_epi32(acc, grid_dot32<A>(g, code7_signs<A>(aux), y[b].qs + 32 * ib, halves16<A>(ls, ls)));
         }
         sum += d * static_cast<float>(hsum256_i32<A>(acc));
     }
@@ -659,7 +656,7 @@ float vdot(std::int64_t n, const q::block_iq3_s* x, const q::block_q8_K* y, simd
             const auto e = [&](int k) { return static_cast<int>(q::detail::iq3s_entry(x[b], ib, k / 2, k % 2)); };
             const __m256i g = _mm256_setr_epi32(e(0), e(1), e(2), e(3), e(4), e(5), e(6), e(7));
             const int ls = 2 * ((x[b].scales[ib / 2] >> (4 * (ib % 2))) & 15) + 1;
-            acc = _mm256_add_epi32(acc, grid_dot32<A>(g, q::detail::load_u32(x[b].signs + 4 * ib), y[b].qs + 32 * ib,
+            acc = _mm256_add_epi32(acc, grid_dot32<A>(g, byte_signs<A>(x[b].signs + 4 * ib), y[b].qs + 32 * ib,
                                                       halves16<A>(ls, ls)));
         }
         sum += d * static_cast<float>(hsum256_i32<A>(acc));
@@ -681,7 +678,7 @@ float vdot(std::int64_t n, const q::block_iq1_s* x, const q::block_q8_K* y, simd
             const std::uint16_t qh = x[b].qh[ib];
             const int ls = 2 * ((qh >> 12) & 7) + 1;
             const auto e = [&](int l) { return q::iq1s_grid[x[b].qs[4 * ib + l] | (((qh >> (3 * l)) & 7) << 8)]; };
-            acc = _mm256_add_epi32(acc, signed_sum32<A>(grid8x4<A>(e(0), e(1), e(2), e(3)), y[b].qs + 32 * ib, halves16<A>(ls, ls)));
+            acc = _mm256_add_epi32(acc, signed_sum32<A>(u64x4<A>(e(0), e(1), e(2), e(3)), y[b].qs + 32 * ib, halves16<A>(ls, ls)));
             sumi1 += ls * (qh & 0x8000 ? -1 : 1) * (y[b].bsums[2 * ib] + y[b].bsums[2 * ib + 1]);
         }
         const float t = static_cast<float>(hsum256_i32<A>(acc)) +
@@ -700,8 +697,8 @@ float vdot(std::int64_t n, const q::block_iq1_m* x, const q::block_q8_K* y, simd
             const auto e = [&](int l) { return q::detail::iq1m_entry(x[b], ib, l); };
             const auto dl = [&](int l) { return q::detail::iq1m_negative(x[b], ib, l) ? minus : plus; };
             const __m256i ls = halves16<A>(q::detail::iq1m_ls(x[b], ib, 0), q::detail::iq1m_ls(x[b], ib, 1));
-            acc1 = _mm256_add_epi32(acc1, signed_sum32<A>(grid8x4<A>(e(0), e(1), e(2), e(3)), y[b].qs + 32 * ib, ls));
-            acc2 = _mm256_add_epi32(acc2, signed_sum32<A>(grid8x4<A>(dl(0), dl(1), dl(2), dl(3)), y[b].qs + 32 * ib, ls));
+            acc1 = _mm256_add_epi32(acc1, signed_sum32<A>(u64x4<A>(e(0), e(1), e(2), e(3)), y[b].qs + 32 * ib, ls));
+            acc2 = _mm256_add_epi32(acc2, signed_sum32<A>(u64x4<A>(dl(0), dl(1), dl(2), dl(3)), y[b].qs + 32 * ib, ls));
         }
         const float t = static_cast<float>(hsum256_i32<A>(acc1)) +
                         q::detail::rounded(q::detail::iq1_delta * static_cast<float>(hsum256_i32<A>(acc2)));
@@ -709,22 +706,23 @@ float vdot(std::int64_t n, const q::block_iq1_m* x, const q::block_q8_K* y, simd
     }
     return sum;
 }
-// q1_0: per 32 the sign bits select +y or -y; the sum per q8_0 block in i32.
+// q1_0: the sign bits select +y or -y (a clear bit is -d); per q8_0 block the i32 lanes
+// are scaled by d_x d_y into f32 lanes.
 template <class A>
 float vdot(std::int64_t n, const q::block_q1_0* x, const q::block_q8_0* y, simd::requires_arch<simd::avx2>) {
-    float sum = 0;
+    const auto& st = tables<A>::signs.byte;
     const __m256i one16 = _mm256_set1_epi16(1);
+    __m256 acc = _mm256_setzero_ps();
     for (std::int64_t b = 0; b < n / 128; ++b) {
-        float sb = 0;
+        const float dx = h2f<A>(x[b].d);
         for (int k = 0; k < 4; ++k) {
             const q::block_q8_0& yb = y[4 * b + k];
-            // bit clear: the value is -d, so y's sign flips there
-            const __m256i s = _mm256_or_si256(bit_mask32<A>(~q::detail::load_u32(x[b].qs + 4 * k)), _mm256_set1_epi8(1));
-            sb += h2f<A>(yb.d) * static_cast<float>(hsum256_i32<A>(signed_sum32<A>(s, yb.qs, one16)));
+            const std::uint8_t* bits = x[b].qs + 4 * k;
+            const __m256i pm = u64x4<A>(st[bits[0] ^ 255], st[bits[1] ^ 255], st[bits[2] ^ 255], st[bits[3] ^ 255]);
+            acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(signed_sum32<A>(pm, yb.qs, one16)), _mm256_set1_ps(dx * h2f<A>(yb.d)), acc);
         }
-        sum += h2f<A>(x[b].d) * sb;
     }
-    return sum;
+    return hsum256<A>(acc);
 }
 // q2_0: the 2-bit codes u (0..3) of each 32 spread to bytes, sum u y - sum y.
 template <class A>
@@ -744,48 +742,41 @@ TESSERA_ALWAYS_INLINE __m256i q2_0_codes(const std::uint8_t* qs) {  // byte j = 
 }
 template <class A>
 float vdot(std::int64_t n, const q::block_q2_0* x, const q::block_q8_0* y, simd::requires_arch<simd::avx2>) {
-    float sum = 0;
     const __m256i one16 = _mm256_set1_epi16(1), one8 = _mm256_set1_epi8(1);
+    __m256 acc = _mm256_setzero_ps();
     for (std::int64_t b = 0; b < n / 64; ++b) {
-        float sb = 0;
+        const float dx = h2f<A>(x[b].d);
         for (int k = 0; k < 2; ++k) {
             const q::block_q8_0& yb = y[2 * b + k];
             const __m256i yv = load32<A>(yb.qs);
-            const __m256i uy = _mm256_madd_epi16(_mm256_maddubs_epi16(q2_0_codes<A>(x[b].qs + 8 * k), yv), one16);
-            const __m256i sy = _mm256_madd_epi16(_mm256_maddubs_epi16(one8, yv), one16);
-            sb += h2f<A>(yb.d) * static_cast<float>(hsum256_i32<A>(_mm256_sub_epi32(uy, sy)));
+            const __m256i p = _mm256_sub_epi16(_mm256_maddubs_epi16(q2_0_codes<A>(x[b].qs + 8 * k), yv), _mm256_maddubs_epi16(one8, yv));
+            acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(p, one16)), _mm256_set1_ps(dx * h2f<A>(yb.d)), acc);
         }
-        sum += h2f<A>(x[b].d) * sb;
     }
-    return sum;
+    return hsum256<A>(acc);
 }
 // nvfp4: two 16-value groups (one q8_0 block) per vector: their nibbles in element order
-// looked up in the doubled E2M1 table, |v| x sign(y, v); one i32 sum per group.
+// looked up in the doubled E2M1 table, |v| x sign(y, v); each 128-bit half scaled by its
+// group's d_x d_y.
 template <class A>
 float vdot(std::int64_t n, const q::block_nvfp4* x, const q::block_q8_0* y, simd::requires_arch<simd::avx2>) {
-    float sum = 0;
     const __m256i table = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(tables<A>::mxfp4)));
     const __m128i m15 = _mm_set1_epi8(15);
+    __m256 acc = _mm256_setzero_ps();
     for (std::int64_t b = 0; b < n / 64; ++b)
         for (int h = 0; h < 2; ++h) {
             const q::block_q8_0& yb = y[2 * b + h];
             const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(x[b].qs + 16 * h));
             const __m128i lo = _mm_and_si128(v, m15), hi = _mm_and_si128(_mm_srli_epi16(v, 4), m15);
-            const __m256i idx = _mm256_set_m128i(_mm_unpackhi_epi64(lo, hi), _mm_unpacklo_epi64(lo, hi));
-            const __m256i vals = _mm256_shuffle_epi8(table, idx);
-            const __m256i yv = load32<A>(yb.qs);
-            const __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_sign_epi8(vals, vals), _mm256_sign_epi8(yv, vals)),
+            const __m256i vals = _mm256_shuffle_epi8(table, _mm256_set_m128i(_mm_unpackhi_epi64(lo, hi), _mm_unpacklo_epi64(lo, hi)));
+            const __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_sign_epi8(vals, vals), _mm256_sign_epi8(load32<A>(yb.qs), vals)),
                                                 _mm256_set1_epi16(1));
-            __m128i s0 = _mm256_castsi256_si128(p), s1 = _mm256_extracti128_si256(p, 1);
-            s0 = _mm_add_epi32(s0, _mm_unpackhi_epi64(s0, s0));
-            s1 = _mm_add_epi32(s1, _mm_unpackhi_epi64(s1, s1));
-            const int g0 = _mm_cvtsi128_si32(_mm_add_epi32(s0, _mm_shuffle_epi32(s0, 1)));
-            const int g1 = _mm_cvtsi128_si32(_mm_add_epi32(s1, _mm_shuffle_epi32(s1, 1)));
             const float dy = h2f<A>(yb.d);
-            sum += dy * q::ue4m3_half[x[b].d[2 * h]] * static_cast<float>(g0);
-            sum += dy * q::ue4m3_half[x[b].d[2 * h + 1]] * static_cast<float>(g1);
+            const __m256 s = _mm256_set_m128(_mm_set1_ps(dy * q::ue4m3_half[x[b].d[2 * h + 1]]),
+                                             _mm_set1_ps(dy * q::ue4m3_half[x[b].d[2 * h]]));
+            acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), s, acc);
         }
-    return sum;
+    return hsum256<A>(acc);
 }
 
 // ---- iq4_xs, tq2_0 and tq1_0 on AVX2 -------------------------------------------------------
