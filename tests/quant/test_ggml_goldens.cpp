@@ -9,6 +9,13 @@
 //   - and every SIMD arch this machine runs gives the reference's dot within the same bound
 //     and the reference's dequantization bit for bit.
 // Every type must quantize, dequantize and dot.
+//
+// ggml's bytes and generic dots were made with every float operation rounded as written
+// (x86-64, no fused multiply-add). Where the compiler fuses multiply-adds (__FP_FAST_FMAF:
+// AArch64, or x86 built for FMA), the quantizers' searches and the dots' sums round
+// differently, as ggml's own code does when built there; in that build the test checks,
+// instead of equal bytes, that the rms quantization error is within 2 % of that of ggml's
+// bytes, and the generic dot within the SIMD dot's bound.
 #include <doctest/doctest.h>
 
 #include <bit>
@@ -27,6 +34,12 @@
 using namespace tessera;
 
 namespace {
+
+#if defined(__FP_FAST_FMAF)
+constexpr bool exact_floats = false;
+#else
+constexpr bool exact_floats = true;
+#endif
 
 std::vector<unsigned char> read_all(const std::string& path) {
     std::ifstream f(path, std::ios::binary);
@@ -173,8 +186,22 @@ DATA_TEST_CASE("ggml's quantizer goldens: bytes, dequantization and dot products
                   q_len);
             std::size_t first = 0;
             const std::size_t nd = differing(mine.data(), ref, q_len, first);
-            CHECK_MESSAGE(nd == 0, nd << " of " << q_len << " bytes differ, the first at byte " << first << " (block "
-                                      << first / static_cast<std::size_t>(type_size(t)) << ")");
+            if (exact_floats) {
+                CHECK_MESSAGE(nd == 0, nd << " of " << q_len << " bytes differ, the first at byte " << first << " (block "
+                                          << first / static_cast<std::size_t>(type_size(t)) << ")");
+            } else if (nd != 0) {  // the same quality as ggml's bytes
+                std::vector<float> a(static_cast<std::size_t>(rows * n)), b(a.size());
+                quant::dequantize_row(t, mine.data(), a.data(), rows * n);
+                quant::dequantize_row(t, ref, b.data(), rows * n);
+                double ea = 0, eb = 0;
+                for (std::size_t i = 0; i < a.size(); ++i) {
+                    const double x = in.sets[set][i];
+                    ea += (a[i] - x) * (a[i] - x);
+                    eb += (b[i] - x) * (b[i] - x);
+                }
+                CHECK_MESSAGE(ea <= eb * 1.0404 + 1e-30, nd << " of " << q_len << " bytes differ; squared error " << ea
+                                                            << " against ggml's " << eb);
+            }
             }
 
             // 2. dequantization of ggml's bytes, bit for bit, by the reference and every arch
@@ -204,9 +231,12 @@ DATA_TEST_CASE("ggml's quantizer goldens: bytes, dequantization and dot products
                 double scale = 0;
                 for (std::int64_t i = 0; i < n; ++i) scale += std::fabs(double(xr[i]) * double(yr[i]));
                 const double tol = 1e-5 * std::max(scale, 1e-30);
-                if (has_generic)
+                if (has_generic && exact_floats)
                     CHECK_MESSAGE(std::bit_cast<std::uint32_t>(mine_dot) == std::bit_cast<std::uint32_t>(dot_generic),
                                   "reference dot " << mine_dot << " != ggml's generic kernel " << dot_generic);
+                if (has_generic && !exact_floats)
+                    CHECK_MESSAGE(std::fabs(double(mine_dot) - double(dot_generic)) <= tol,
+                                  "reference dot " << mine_dot << " vs ggml's generic kernel " << dot_generic);
                 if (has_dot)
                     CHECK_MESSAGE(std::fabs(double(mine_dot) - double(dot)) <= tol,
                                   "reference dot " << mine_dot << " vs ggml's " << dot << " (scale " << scale << ")");

@@ -537,10 +537,13 @@ inline void quantize_iq2_s_block(const float* x, const float* qw, block_iq2_s& y
 inline constexpr float iq1_xp[3] = {-1 + iq1_delta, iq1_delta, 1 + iq1_delta};
 inline constexpr float iq1_xm[3] = {-1 - iq1_delta, -iq1_delta, 1 - iq1_delta};
 
-// Group order by value (stable: equal values keep their positions' order).
+// Group order by value (stable: equal values keep their positions' order; NaN after
+// everything, so that the order is a strict weak one on any data).
 inline void iq1_sorted_order(const float* xb, int n, int* order) {
     for (int j = 0; j < n; ++j) order[j] = j;
-    std::stable_sort(order, order + n, [xb](int a, int b) { return xb[a] < xb[b]; });
+    std::stable_sort(order, order + n, [xb](int a, int b) {
+        return !std::isnan(xb[a]) && (std::isnan(xb[b]) || xb[a] < xb[b]);
+    });
 }
 
 // The grid point for 8 levels L (written back) at `scale` with shifted values xx: the code
