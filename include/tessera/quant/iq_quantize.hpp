@@ -286,6 +286,21 @@ inline int iq_scale_code(float s, float id, int max_code) noexcept {
 inline void iq_weights(const float* x, const float* qw, float sigma2, int n, float* w) noexcept {
     for (int i = 0; i < n; ++i) w[i] = qw[i] * std::sqrt(sigma2 + x[i] * x[i]);
 }
+// One group of n values of the iq2 / iq3 searches: its weights w (with importance weights
+// iq_weights', else extra + x^2: extra is sigma2 / 4 for iq2_s, 0 for the others), their
+// square roots waux, and per 8 the magnitudes xval and the sign byte (iq_split_signs, with
+// parity for the 7-bit sign codes). Returns the largest magnitude.
+inline float iq_prepare_group(const float* xb, const float* qw, float sigma2, float extra, int n, bool parity, float* w,
+                              float* waux, float* xval, std::uint8_t* signs) noexcept {
+    if (qw) iq_weights(xb, qw, sigma2, n, w);
+    else
+        for (int i = 0; i < n; ++i) w[i] = extra + xb[i] * xb[i];
+    for (int i = 0; i < n; ++i) waux[i] = std::sqrt(w[i]);
+    for (int k = 0; k < n / 8; ++k) signs[k] = iq_split_signs(xb + 8 * k, w + 8 * k, xval + 8 * k, parity);
+    float max = xval[0];
+    for (int i = 1; i < n; ++i) max = max_keep_nan(max, xval[i]);
+    return max;
+}
 inline float iq_sum_squares(const float* x) noexcept {
     float s = 0;
     for (int i = 0; i < qk_k; ++i) s += x[i] * x[i];
@@ -314,12 +329,8 @@ inline void quantize_iq2_xxs_block(const float* x, const float* qw, block_iq2_xx
     const float sigma2 = iq_sum_squares(x) / qk_k;
     for (int ib = 0; ib < 8; ++ib) {
         const float* xb = x + 32 * ib;
-        iq_weights(xb, qw + 32 * ib, sigma2, 32, w);
-        for (int i = 0; i < 32; ++i) waux[i] = std::sqrt(w[i]);
         std::uint8_t signs[4];
-        for (int k = 0; k < 4; ++k) signs[k] = iq_split_signs(xb + 8 * k, w + 8 * k, xval + 8 * k, true);
-        float max = xval[0];
-        for (int i = 1; i < 32; ++i) max = max_keep_nan(max, xval[i]);
+        const float max = iq_prepare_group(xb, qw + 32 * ib, sigma2, 0, 32, true, w, waux, xval, signs);
         gscale[ib] = 0;
         if (max < group_max_eps) continue;
         std::uint8_t Lqp[32];
@@ -360,12 +371,8 @@ inline void quantize_iq2_xs_block(const float* x, const float* qw, block_iq2_xs&
     const float sigma2 = iq_sum_squares(x) / qk_k;
     for (int ib = 0; ib < 16; ++ib) {
         const float* xb = x + 16 * ib;
-        iq_weights(xb, qw + 16 * ib, sigma2, 16, w);
-        for (int i = 0; i < 16; ++i) waux[i] = std::sqrt(w[i]);
         std::uint8_t signs[2];
-        for (int k = 0; k < 2; ++k) signs[k] = iq_split_signs(xb + 8 * k, w + 8 * k, xval + 8 * k, true);
-        float max = xval[0];
-        for (int i = 1; i < 16; ++i) max = max_keep_nan(max, xval[i]);
+        const float max = iq_prepare_group(xb, qw + 16 * ib, sigma2, 0, 16, true, w, waux, xval, signs);
         gscale[ib] = 0;
         if (max < group_max_eps) continue;
         std::memset(L, 0, sizeof(L));
@@ -405,14 +412,8 @@ inline void quantize_iq3_xxs_block(const float* x, const float* qw, block_iq3_xx
     const float sigma2 = 2 * iq_sum_squares(x) / qk_k;
     for (int ib = 0; ib < 8; ++ib) {
         const float* xb = x + 32 * ib;
-        if (qw) iq_weights(xb, qw + 32 * ib, sigma2, 32, w);
-        else
-            for (int i = 0; i < 32; ++i) w[i] = xb[i] * xb[i];
-        for (int i = 0; i < 32; ++i) waux[i] = std::sqrt(w[i]);
         std::uint8_t signs[4];
-        for (int k = 0; k < 4; ++k) signs[k] = iq_split_signs(xb + 8 * k, w + 8 * k, xval + 8 * k, true);
-        float max = xval[0];
-        for (int i = 1; i < 32; ++i) max = max_keep_nan(max, xval[i]);
+        const float max = iq_prepare_group(xb, qw ? qw + 32 * ib : nullptr, sigma2, 0, 32, true, w, waux, xval, signs);
         gscale[ib] = 0;
         if (max < 1e-8f) continue;
         std::memset(L, 0, sizeof(L));
@@ -453,14 +454,8 @@ inline void quantize_iq3_s_block(const float* x, const float* qw, block_iq3_s& y
     const float sigma2 = 2 * iq_sum_squares(x) / qk_k;
     for (int ib = 0; ib < 8; ++ib) {
         const float* xb = x + 32 * ib;
-        if (qw) iq_weights(xb, qw + 32 * ib, sigma2, 32, w);
-        else
-            for (int i = 0; i < 32; ++i) w[i] = xb[i] * xb[i];
-        for (int i = 0; i < 32; ++i) waux[i] = std::sqrt(w[i]);
         std::uint8_t signs[4];
-        for (int k = 0; k < 4; ++k) signs[k] = iq_split_signs(xb + 8 * k, w + 8 * k, xval + 8 * k, false);
-        float max = xval[0];
-        for (int i = 1; i < 32; ++i) max = max_keep_nan(max, xval[i]);
+        const float max = iq_prepare_group(xb, qw ? qw + 32 * ib : nullptr, sigma2, 0, 32, false, w, waux, xval, signs);
         gscale[ib] = 0;
         if (max == 0) continue;
         std::memset(L, 0, sizeof(L));
@@ -496,14 +491,9 @@ inline void quantize_iq2_s_block(const float* x, const float* qw, block_iq2_s& y
     const float sigma2 = 2 * iq_sum_squares(x) / qk_k;
     for (int ib = 0; ib < 16; ++ib) {
         const float* xb = x + 16 * ib;
-        if (qw) iq_weights(xb, qw + 16 * ib, sigma2, 16, w);
-        else
-            for (int i = 0; i < 16; ++i) w[i] = 0.25f * sigma2 + xb[i] * xb[i];
-        for (int i = 0; i < 16; ++i) waux[i] = std::sqrt(w[i]);
         std::uint8_t signs[2];
-        for (int k = 0; k < 2; ++k) signs[k] = iq_split_signs(xb + 8 * k, w + 8 * k, xval + 8 * k, false);
-        float max = xval[0];
-        for (int i = 1; i < 16; ++i) max = max_keep_nan(max, xval[i]);
+        const float max = iq_prepare_group(xb, qw ? qw + 16 * ib : nullptr, sigma2, 0.25f * sigma2, 16, false, w, waux, xval,
+                                           signs);
         gscale[ib] = 0;
         if (max < 1e-8f) continue;
         std::memset(L, 0, sizeof(L));
