@@ -232,7 +232,10 @@ inline void fill_inputs(const cgraph& g, const built& b, unsigned seed) {
         if (is_quantized(n->lay.type)) {  // random floats quantized with the reference
             std::vector<float> f(static_cast<std::size_t>(n->lay.nelements()));
             for (float& x : f) x = static_cast<float>(u(rng));
-            quant::quantize(n->lay.type, f.data(), n->data, n->lay.nrows(), n->lay.ne[0]);
+            const type_id t = n->lay.type;  // ggml's iq2_xxs, iq2_xs, iq1_s quantizers require importance weights
+            const std::vector<float> imatrix(t == type_id::iq2_xxs || t == type_id::iq2_xs || t == type_id::iq1_s
+                                                 ? static_cast<std::size_t>(n->lay.ne[0]) : 0, 1.0f);
+            quant::quantize(t, f.data(), n->data, n->lay.nrows(), n->lay.ne[0], imatrix.empty() ? nullptr : imatrix.data());
             continue;
         }
         for (std::int64_t i = 0; i < n->lay.nelements(); ++i)

@@ -466,7 +466,8 @@ TEST_CASE("ops: mul_mat_id float and block types as experts, broadcast b, unused
     // block types: experts with at least kernels::qgemm_min_cols slots run the packed GEMM, the others gemv
     const type_id types[] = {type_id::f32,  type_id::f16,  type_id::bf16,   type_id::q4_0,   type_id::q8_0,  type_id::q4_1,
                              type_id::q5_0, type_id::q5_1, type_id::q2_K,   type_id::q3_K,   type_id::q4_K,  type_id::q5_K,
-                             type_id::q6_K, type_id::iq4_nl, type_id::iq4_xs, type_id::mxfp4, type_id::tq1_0, type_id::tq2_0};
+                             type_id::q6_K, type_id::iq4_nl, type_id::iq4_xs, type_id::mxfp4, type_id::tq1_0, type_id::tq2_0,
+                             type_id::iq2_xxs, type_id::iq3_s, type_id::iq1_m};
     for (const auto& c : cases)
         for (type_id ta : types)
             for (type_id tb : {type_id::f32, type_id::f16}) {

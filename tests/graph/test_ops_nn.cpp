@@ -734,7 +734,9 @@ TEST_CASE("ops: diag_mask_inf, diag_mask_zero, repeat, concat") {
 TEST_CASE("ops: block-type weights: mul_mat (activations quantized to the dot partner), get_rows, cpy and set_rows into blocks") {
     const type_id qtypes[] = {type_id::q4_0, type_id::q4_1, type_id::q5_0, type_id::q5_1, type_id::q8_0, type_id::q8_1,
                               type_id::iq4_nl, type_id::mxfp4, type_id::q2_K, type_id::q3_K, type_id::q4_K, type_id::q5_K,
-                              type_id::q6_K, type_id::iq4_xs, type_id::tq1_0, type_id::tq2_0};
+                              type_id::q6_K, type_id::iq4_xs, type_id::tq1_0, type_id::tq2_0, type_id::nvfp4, type_id::q1_0,
+                              type_id::q2_0, type_id::iq2_xxs, type_id::iq2_xs, type_id::iq2_s, type_id::iq3_xxs, type_id::iq3_s,
+                              type_id::iq1_s, type_id::iq1_m};
     for (type_id t : qtypes) {
         // N = 1 runs the gemv path, N >= 4 the packed GEMM (2 x 4 / 4 x 4 tiles, 16-row panels,
         // 16-lane groups: K = 768 leaves half a group of 32-element lanes, M = 37 a partial panel)

@@ -379,6 +379,11 @@ void k_scale_min(int j, const std::uint8_t* q, int& sc, int& mn) {  // q4_K / q5
 }
 
 template <class B>
+constexpr bool is_lattice =
+    std::is_same_v<B, quant::block_iq2_xxs> || std::is_same_v<B, quant::block_iq2_xs> || std::is_same_v<B, quant::block_iq2_s> ||
+    std::is_same_v<B, quant::block_iq3_xxs> || std::is_same_v<B, quant::block_iq3_s> || std::is_same_v<B, quant::block_iq1_s> ||
+    std::is_same_v<B, quant::block_iq1_m>;
+template <class B>
 std::vector<test_lane> test_lanes(const B& x) {
     using namespace quant;
     const auto h = [](f16 v) { return static_cast<double>(v.to_float()); };
@@ -512,6 +517,67 @@ std::vector<test_lane> test_lanes(const B& x) {
         out.resize(2);
         for (int e = 0; e < 64; ++e) out[static_cast<std::size_t>(e / 32)].w[e % 32] = ((x.qs[e / 4] >> (2 * (e % 4))) & 3) - 1;
         for (auto& ln : out) ln.scale = h(x.d);
+    } else if constexpr (is_lattice<B>) {
+        // ggml's dequantize_row_iq*: per group of 8 (iq3: 4) a grid entry, bit j of the
+        // group's sign byte negating value j; the iq1 values g + delta (delta = +-1/8) are
+        // taken as 8 g +- 1 with the scale / 8.
+        constexpr int lane = std::is_same_v<B, block_iq2_xs> || std::is_same_v<B, block_iq2_s> || std::is_same_v<B, block_iq1_m> ? 16 : 32;
+        out.resize(256 / lane);
+        const auto u8 = [](std::uint64_t g, int j) { return static_cast<int>((g >> (8 * j)) & 0xFF); };
+        const auto i8 = [](std::uint64_t g, int j) { return static_cast<int>(static_cast<std::int8_t>((g >> (8 * j)) & 0xFF)); };
+        const auto sign_code = [](std::uint32_t c7) {  // 7 stored bits, the eighth makes the parity even
+            c7 &= 127;
+            return static_cast<int>(c7 | ((static_cast<std::uint32_t>(__builtin_popcount(c7)) & 1) << 7));
+        };
+        const auto set = [&](int e, int w) { out[static_cast<std::size_t>(e / lane)].w[e % lane] = w; };
+        const auto scale = [&](int e, double v) { out[static_cast<std::size_t>(e / lane)].scale = v; };
+        for (int ib = 0; ib < 8; ++ib)
+            for (int l = 0; l < 4; ++l) {
+                const int e0 = 32 * ib + 8 * l;
+                if constexpr (std::is_same_v<B, block_iq2_xxs>) {
+                    std::uint8_t q[8];
+                    std::memcpy(q, x.qs + 4 * ib, 8);
+                    const std::uint32_t aux = static_cast<std::uint32_t>(q[4] | q[5] << 8 | q[6] << 16) | static_cast<std::uint32_t>(q[7]) << 24;
+                    const int sg = sign_code(aux >> (7 * l));
+                    for (int j = 0; j < 8; ++j) set(e0 + j, (sg >> j & 1 ? -1 : 1) * u8(quant::iq2xxs_grid[q[l]], j));
+                    scale(e0, h(x.d) * (0.5 + (aux >> 28)) * 0.25);
+                } else if constexpr (std::is_same_v<B, block_iq2_xs>) {
+                    const int q = x.qs[4 * ib + l], sg = sign_code(static_cast<std::uint32_t>(q >> 9));
+                    for (int j = 0; j < 8; ++j) set(e0 + j, (sg >> j & 1 ? -1 : 1) * u8(quant::iq2xs_grid[q & 511], j));
+                    scale(e0, h(x.d) * (0.5 + ((x.scales[ib] >> (4 * (l / 2))) & 15)) * 0.25);
+                } else if constexpr (std::is_same_v<B, block_iq2_s>) {
+                    const int idx = x.qs[4 * ib + l] | (((x.qh[ib] >> (2 * l)) & 3) << 8), sg = x.qs[32 + 4 * ib + l];
+                    for (int j = 0; j < 8; ++j) set(e0 + j, (sg >> j & 1 ? -1 : 1) * u8(quant::iq2s_grid[idx], j));
+                    scale(e0, h(x.d) * (0.5 + ((x.scales[ib] >> (4 * (l / 2))) & 15)) * 0.25);
+                } else if constexpr (std::is_same_v<B, block_iq3_xxs>) {
+                    const std::uint8_t* sb = x.qs + 64 + 4 * ib;
+                    const std::uint32_t aux = static_cast<std::uint32_t>(sb[0] | sb[1] << 8 | sb[2] << 16) | static_cast<std::uint32_t>(sb[3]) << 24;
+                    const int sg = sign_code(aux >> (7 * l));
+                    for (int j = 0; j < 8; ++j)
+                        set(e0 + j, (sg >> j & 1 ? -1 : 1) * u8(quant::iq3xxs_grid[x.qs[8 * ib + 2 * l + j / 4]], j % 4));
+                    scale(e0, h(x.d) * (0.5 + (aux >> 28)) * 0.5);
+                } else if constexpr (std::is_same_v<B, block_iq3_s>) {
+                    const int sg = x.signs[4 * ib + l];
+                    for (int j = 0; j < 8; ++j) {
+                        const int k = 2 * l + j / 4, idx = x.qs[8 * ib + k] | (((x.qh[ib] >> k) & 1) << 8);
+                        set(e0 + j, (sg >> j & 1 ? -1 : 1) * u8(quant::iq3s_grid[idx], j % 4));
+                    }
+                    scale(e0, h(x.d) * (1 + 2 * ((x.scales[ib / 2] >> (4 * (ib % 2))) & 15)));
+                } else if constexpr (std::is_same_v<B, block_iq1_s>) {
+                    const int qh = x.qh[ib], idx = x.qs[4 * ib + l] | (((qh >> (3 * l)) & 7) << 8);
+                    for (int j = 0; j < 8; ++j) set(e0 + j, 8 * i8(quant::iq1s_grid[idx], j) + (qh & 0x8000 ? -1 : 1));
+                    scale(e0, h(x.d) * (2 * ((qh >> 12) & 7) + 1) / 8.0);
+                } else {  // iq1_m: d in the top nibbles of the four u16 scale words, 3-bit scales per 16
+                    std::uint16_t sc[4];
+                    std::memcpy(sc, x.scales, 8);
+                    f16 d;
+                    d.bits = static_cast<std::uint16_t>((sc[0] >> 12) | ((sc[1] >> 8) & 0xF0) | ((sc[2] >> 4) & 0xF00) | (sc[3] & 0xF000));
+                    const int qh = x.qh[2 * ib + l / 2] >> (4 * (l % 2)), idx = x.qs[4 * ib + l] | ((qh & 7) << 8);
+                    for (int j = 0; j < 8; ++j) set(e0 + j, 8 * i8(quant::iq1s_grid[idx], j) + (qh & 8 ? -1 : 1));
+                    const int ls = 2 * ((sc[ib / 2] >> (6 * (ib % 2) + 3 * (l / 2))) & 7) + 1;
+                    scale(e0, h(d) * ls / 8.0);
+                }
+            }
     }
     return out;
 }
@@ -528,8 +594,9 @@ double act_scale(const P& b) {
 template <class B>
 void randomize(B& x, std::mt19937& rng, bool unit) {
     std::uniform_int_distribution<int> byte(0, 255);
-    const auto fill = [&](auto& arr) {
-        for (auto& v : arr) v = static_cast<std::remove_reference_t<decltype(v)>>(byte(rng));
+    std::uniform_int_distribution<int> word(0, 65535);
+    const auto fill = [&](auto& arr) {  // every bit of the elements (the i-quants keep u16 codes)
+        for (auto& v : arr) v = static_cast<std::remove_reference_t<decltype(v)>>(sizeof v == 1 ? byte(rng) : word(rng));
     };
     if constexpr (requires { x.qs; }) fill(x.qs);
     if constexpr (requires { x.qh; }) fill(x.qh);
@@ -547,6 +614,15 @@ void randomize(B& x, std::mt19937& rng, bool unit) {
         if constexpr (requires { x.dmin; }) x.dmin.bits = f16_bits(1.0f);
         if constexpr (requires { x.m; }) x.m.bits = f16_bits(static_cast<float>(byte(rng) % 7 - 3));
         if constexpr (requires { x.e; }) x.e = 128;
+    }
+    if constexpr (std::is_same_v<B, quant::block_iq1_m>) {  // its f16 d is in the scale words' top nibbles: keep it sane
+        const std::uint16_t d = unit ? f16_bits(1.0f) : f16_bits(std::ldexp(1.0f + static_cast<float>(byte(rng)) / 256.0f, -byte(rng) % 8));
+        for (int i = 0; i < 4; ++i) {
+            std::uint16_t sc;
+            std::memcpy(&sc, x.scales + 2 * i, 2);
+            sc = static_cast<std::uint16_t>((sc & 0x0FFF) | (((d >> (4 * i)) & 15) << 12));
+            std::memcpy(x.scales + 2 * i, &sc, 2);
+        }
     }
 }
 
@@ -606,7 +682,8 @@ void check_lane_gemm() {
                 for (std::int64_t r = 0; r < m; ++r) {
                     auto* row = reinterpret_cast<B*>(x.data() + static_cast<std::size_t>(r) * xs);
                     for (float& v : wf) v = nd(rng);
-                    quant::quantize(tid, wf.data(), row, 1, k);
+                    const std::vector<float> imatrix(static_cast<std::size_t>(k), 1.0f);  // iq2_xxs, iq2_xs, iq1_s need one
+                    quant::quantize(tid, wf.data(), row, 1, k, imatrix.data());
                     for (std::int64_t b = 0; b < nb; ++b) randomize(row[b], rng, unit);
                     // the test's lanes against the reference dequantizer
                     std::vector<float> deq(static_cast<std::size_t>(k));
@@ -720,8 +797,7 @@ TEST_CASE("quantized GEMM, lane kernels: q2_K, q3_K, q5_K, q6_K, iq4_xs, tq1_0, 
     SUBCASE("tq2_0") { check_lane_gemm<quant::block_tq2_0>(); }
 }
 
-// Every block type with a vec_dot has a packed GEMM but the lattice i-quants (gemv for
-// every column count until they get lane codecs), and use_qgemm's table agrees.
+// Every block type with a vec_dot has a packed GEMM, and use_qgemm's table agrees.
 TEST_CASE("quantized GEMM: every type with row kernels has one") {
     int with = 0;
     for (std::int64_t id = 0; id < 64; ++id) {
@@ -731,12 +807,19 @@ TEST_CASE("quantized GEMM: every type with row kernels has one") {
         quant::visit_block_type(t, [&]<class B>() {
             constexpr bool rk = kernels::has_gemv<B>;
             CAPTURE(type_name(t));
-            const bool lattice = t == type_id::iq2_xxs || t == type_id::iq2_xs || t == type_id::iq2_s ||
-                                 t == type_id::iq3_xxs || t == type_id::iq3_s || t == type_id::iq1_s || t == type_id::iq1_m;
-            CHECK(kernels::has_qgemm<B> == (rk && !lattice));
-            CHECK(kernels::qgemm_supported(t) == (rk && !lattice));
+            CHECK(kernels::has_qgemm<B> == rk);
+            CHECK(kernels::qgemm_supported(t) == rk);
             with += rk;
         });
     }
-    CHECK(with == 26);  // 19 with a packed GEMM, 7 lattice i-quants with gemv only
+    CHECK(with == 26);
+}
+TEST_CASE("quantized GEMM, lane kernels: the lattice i-quants (wide iq2 / iq3_xxs, offset iq3_s / iq1)") {
+    SUBCASE("iq2_xxs") { check_lane_gemm<quant::block_iq2_xxs>(); }
+    SUBCASE("iq2_xs") { check_lane_gemm<quant::block_iq2_xs>(); }
+    SUBCASE("iq2_s") { check_lane_gemm<quant::block_iq2_s>(); }
+    SUBCASE("iq3_xxs") { check_lane_gemm<quant::block_iq3_xxs>(); }
+    SUBCASE("iq3_s") { check_lane_gemm<quant::block_iq3_s>(); }
+    SUBCASE("iq1_s") { check_lane_gemm<quant::block_iq1_s>(); }
+    SUBCASE("iq1_m") { check_lane_gemm<quant::block_iq1_m>(); }
 }

@@ -35,8 +35,8 @@
 // in place. Both run the same tiles, so they give the same bits.
 //
 // u8 x s8: vpdpbusd takes the weights unsigned. Offset types (q4_0: u = w + 8, q5_0, q3_K,
-// q6_K, mxfp4, ternary) start the chain at -off * isum. The types whose values need all of
-// int8 (q8_0, q8_1, iq4_nl, iq4_xs) are `wide`: with VNNI their weights enter as
+// q6_K, mxfp4, ternary, iq3_s, iq1) start the chain at -off * isum. The types whose values
+// need more than 6 bits (q8_0, q8_1, iq4_nl, iq4_xs, the iq2 types, iq3_xxs) are `wide`: with VNNI their weights enter as
 // w ^ 0x80 = w + 128 (off 128); without, as |w| against sign(y, w), where vpmaddubsw's i16
 // pairs cannot saturate (|w| <= 128, |y| <= 127); the other types keep u <= 63.
 //
@@ -92,7 +92,10 @@ constexpr int qgemm_lane(type_id t) noexcept {
         case type_id::q2_K:
         case type_id::q3_K:
         case type_id::q6_K:
-        case type_id::nvfp4: return 16;
+        case type_id::nvfp4:
+        case type_id::iq2_xs:
+        case type_id::iq2_s:
+        case type_id::iq1_m: return 16;
         case type_id::q4_0:
         case type_id::q4_1:
         case type_id::q5_0:
@@ -107,7 +110,11 @@ constexpr int qgemm_lane(type_id t) noexcept {
         case type_id::tq1_0:
         case type_id::tq2_0:
         case type_id::q1_0:
-        case type_id::q2_0: return 32;
+        case type_id::q2_0:
+        case type_id::iq2_xxs:
+        case type_id::iq3_xxs:
+        case type_id::iq3_s:
+        case type_id::iq1_s: return 32;
         default: return 0;
     }
 }
@@ -538,6 +545,140 @@ struct lane_codec<qg::block_tq2_0> {  // 8 lanes of 32: 2-bit q, w = q - 1
                 for (int m = 0; m < 32; ++m) u[128 * h + 32 * s + m] = (x.qs[32 * h + m] >> (2 * s)) & 3;
         const float d = h2f<A>(x.d);
         for (int j = 0; j < 8; ++j) a[j] = d;
+    }
+};
+
+// The lattice i-quants (quant/iquants.hpp): each group of 8 (or 4) elements is a grid
+// entry with a sign byte; a lane is a scale group. The iq2 and iq3_xxs values (up to 43
+// and 62) need the wide path; iq3_s's (up to 15) fit u = w + 16. The iq1 types' shift
+// delta = +-1/8 folds into the integers: w = 8 g + (+-1) in -9..9, u = w + 16, and the
+// lane's a carries the 1/8, so their dot needs no second coefficient. Every a is d times
+// an odd scale of at most 5 bits times a power of two: exact in f32.
+namespace iqd = qg::detail;
+// n elements of a grid entry (unsigned bytes) with sign bit j of s negating element j,
+// as int8 bytes
+TESSERA_ALWAYS_INLINE void iq_signed(std::uint64_t g, std::uint8_t s, int n, std::uint8_t* u) {
+    for (int j = 0; j < n; ++j) {
+        const int v = iqd::grid_byte(g, j);
+        u[j] = static_cast<std::uint8_t>((s >> j) & 1 ? -v : v);
+    }
+}
+// 8 elements of an iq1 grid entry (-1, 0, 1) with the shift sign: 8 g + delta + 16
+TESSERA_ALWAYS_INLINE void iq1_shifted(std::uint64_t g, bool negative, std::uint8_t* u) {
+    for (int j = 0; j < 8; ++j) u[j] = static_cast<std::uint8_t>(8 * iqd::grid_i8(g, j) + (negative ? 15 : 17));
+}
+template <>
+struct lane_codec<qg::block_iq2_xxs> {  // 8 lanes of 32: grid values 8..43 with signs
+    static constexpr int lane = 32, off = 0;
+    static constexpr bool wide = true, min = false;
+    template <class A>
+    static TESSERA_ALWAYS_INLINE void decode(const qg::block_iq2_xxs& x, std::uint8_t* u, float* a, float*) {
+        const float d = h2f<A>(x.d);
+        for (int ib = 0; ib < 8; ++ib) {
+            const auto* q = reinterpret_cast<const std::uint8_t*>(x.qs + 4 * ib);
+            const std::uint32_t aux = iqd::load_u32(q + 4);
+            for (int l = 0; l < 4; ++l) iq_signed(qg::iq2xxs_grid[q[l]], iqd::iq_signs(aux >> (7 * l)), 8, u + 32 * ib + 8 * l);
+            a[ib] = d * static_cast<float>(2 * (aux >> 28) + 1) * 0.125f;
+        }
+    }
+};
+template <>
+struct lane_codec<qg::block_iq2_xs> {  // 16 lanes of 16: 9-bit grid index, 7-bit sign code
+    static constexpr int lane = 16, off = 0;
+    static constexpr bool wide = true, min = false;
+    template <class A>
+    static TESSERA_ALWAYS_INLINE void decode(const qg::block_iq2_xs& x, std::uint8_t* u, float* a, float*) {
+        const float d = h2f<A>(x.d);
+        for (int ib = 0; ib < 8; ++ib) {
+            for (int l = 0; l < 4; ++l) {
+                const std::uint16_t q = x.qs[4 * ib + l];
+                iq_signed(qg::iq2xs_grid[q & 511], iqd::iq_signs(q >> 9), 8, u + 32 * ib + 8 * l);
+            }
+            a[2 * ib] = d * static_cast<float>(2 * (x.scales[ib] & 15) + 1) * 0.125f;
+            a[2 * ib + 1] = d * static_cast<float>(2 * (x.scales[ib] >> 4) + 1) * 0.125f;
+        }
+    }
+};
+template <>
+struct lane_codec<qg::block_iq2_s> {  // 16 lanes of 16: 10-bit grid index, sign bytes
+    static constexpr int lane = 16, off = 0;
+    static constexpr bool wide = true, min = false;
+    template <class A>
+    static TESSERA_ALWAYS_INLINE void decode(const qg::block_iq2_s& x, std::uint8_t* u, float* a, float*) {
+        const float d = h2f<A>(x.d);
+        const std::uint8_t* signs = x.qs + qg::qk_k / 8;
+        for (int ib = 0; ib < 8; ++ib) {
+            for (int l = 0; l < 4; ++l) iq_signed(iqd::iq2s_entry(x, ib, l), signs[4 * ib + l], 8, u + 32 * ib + 8 * l);
+            a[2 * ib] = d * static_cast<float>(2 * (x.scales[ib] & 15) + 1) * 0.125f;
+            a[2 * ib + 1] = d * static_cast<float>(2 * (x.scales[ib] >> 4) + 1) * 0.125f;
+        }
+    }
+};
+template <>
+struct lane_codec<qg::block_iq3_xxs> {  // 8 lanes of 32: grid values 4..62 with signs
+    static constexpr int lane = 32, off = 0;
+    static constexpr bool wide = true, min = false;
+    template <class A>
+    static TESSERA_ALWAYS_INLINE void decode(const qg::block_iq3_xxs& x, std::uint8_t* u, float* a, float*) {
+        const float d = h2f<A>(x.d);
+        for (int ib = 0; ib < 8; ++ib) {
+            const std::uint8_t* q = x.qs + 8 * ib;
+            const std::uint32_t aux = iqd::load_u32(x.qs + qg::qk_k / 4 + 4 * ib);
+            for (int l = 0; l < 4; ++l) {
+                const std::uint8_t s = iqd::iq_signs(aux >> (7 * l));
+                iq_signed(qg::iq3xxs_grid[q[2 * l]], s, 4, u + 32 * ib + 8 * l);
+                iq_signed(qg::iq3xxs_grid[q[2 * l + 1]], static_cast<std::uint8_t>(s >> 4), 4, u + 32 * ib + 8 * l + 4);
+            }
+            a[ib] = d * static_cast<float>(2 * (aux >> 28) + 1) * 0.25f;
+        }
+    }
+};
+template <>
+struct lane_codec<qg::block_iq3_s> {  // 8 lanes of 32: grid values 1..15 with signs, + 16
+    static constexpr int lane = 32, off = 16;
+    static constexpr bool wide = false, min = false;
+    template <class A>
+    static TESSERA_ALWAYS_INLINE void decode(const qg::block_iq3_s& x, std::uint8_t* u, float* a, float*) {
+        const float d = h2f<A>(x.d);
+        for (int ib = 0; ib < 8; ++ib) {
+            for (int l = 0; l < 4; ++l) {
+                const std::uint8_t s = x.signs[4 * ib + l];
+                std::uint8_t* o = u + 32 * ib + 8 * l;
+                iq_signed(iqd::iq3s_entry(x, ib, l, 0), s, 4, o);
+                iq_signed(iqd::iq3s_entry(x, ib, l, 1), static_cast<std::uint8_t>(s >> 4), 4, o + 4);
+                for (int j = 0; j < 8; ++j) o[j] = static_cast<std::uint8_t>(o[j] + 16);
+            }
+            a[ib] = d * static_cast<float>(2 * ((x.scales[ib / 2] >> (4 * (ib % 2))) & 15) + 1);
+        }
+    }
+};
+template <>
+struct lane_codec<qg::block_iq1_s> {  // 8 lanes of 32: 8 g + delta, + 16
+    static constexpr int lane = 32, off = 16;
+    static constexpr bool wide = false, min = false;
+    template <class A>
+    static TESSERA_ALWAYS_INLINE void decode(const qg::block_iq1_s& x, std::uint8_t* u, float* a, float*) {
+        const float d = h2f<A>(x.d);
+        for (int ib = 0; ib < 8; ++ib) {
+            const std::uint16_t qh = x.qh[ib];
+            for (int l = 0; l < 4; ++l)
+                iq1_shifted(qg::iq1s_grid[x.qs[4 * ib + l] | (((qh >> (3 * l)) & 7) << 8)], (qh & 0x8000) != 0, u + 32 * ib + 8 * l);
+            a[ib] = d * static_cast<float>(2 * ((qh >> 12) & 7) + 1) * 0.125f;
+        }
+    }
+};
+template <>
+struct lane_codec<qg::block_iq1_m> {  // 16 lanes of 16: 8 g + delta (a delta sign per 8), + 16
+    static constexpr int lane = 16, off = 16;
+    static constexpr bool wide = false, min = false;
+    template <class A>
+    static TESSERA_ALWAYS_INLINE void decode(const qg::block_iq1_m& x, std::uint8_t* u, float* a, float*) {
+        const float d = h2f<A>(iqd::iq1m_scale(x));
+        for (int ib = 0; ib < 8; ++ib) {
+            for (int l = 0; l < 4; ++l) iq1_shifted(iqd::iq1m_entry(x, ib, l), iqd::iq1m_negative(x, ib, l), u + 32 * ib + 8 * l);
+            a[2 * ib] = d * static_cast<float>(iqd::iq1m_ls(x, ib, 0)) * 0.125f;
+            a[2 * ib + 1] = d * static_cast<float>(iqd::iq1m_ls(x, ib, 1)) * 0.125f;
+        }
     }
 };
 
@@ -1066,6 +1207,13 @@ TESSERA_QGEMM_KERNEL_(tq2_0);
 TESSERA_QGEMM_KERNEL_(nvfp4);
 TESSERA_QGEMM_KERNEL_(q1_0);
 TESSERA_QGEMM_KERNEL_(q2_0);
+TESSERA_QGEMM_KERNEL_(iq2_xxs);
+TESSERA_QGEMM_KERNEL_(iq2_xs);
+TESSERA_QGEMM_KERNEL_(iq2_s);
+TESSERA_QGEMM_KERNEL_(iq3_xxs);
+TESSERA_QGEMM_KERNEL_(iq3_s);
+TESSERA_QGEMM_KERNEL_(iq1_s);
+TESSERA_QGEMM_KERNEL_(iq1_m);
 TESSERA_QGEMM_R4_KERNEL_(q4_0);
 TESSERA_QGEMM_R4_KERNEL_(q8_0);
 TESSERA_QGEMM_R4_KERNEL_(q4_K);

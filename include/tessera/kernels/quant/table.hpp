@@ -37,15 +37,6 @@ struct quant_kernels;
     using gemv = gemv_##T<A>;                 \
     template <class A>                        \
     using gemm = gemm_##T<A>;
-// The lattice i-quants have row kernels but no packed GEMM yet: mul_mat runs their gemv
-// for every column count.
-#define TESSERA_ROWS_NO_GEMM_(T)              \
-    template <class A>                        \
-    using dequantize = dequantize_row_##T<A>; \
-    template <class A>                        \
-    using vec_dot = vec_dot_##T<A>;           \
-    template <class A>                        \
-    using gemv = gemv_##T<A>;
 #define TESSERA_QUANTIZE_(T) \
     template <class A>       \
     using quantize = quantize_row_##T<A>;
@@ -73,13 +64,13 @@ template <> struct quant_kernels<quant::block_tq2_0> { TESSERA_ROWS_(tq2_0) };
 template <> struct quant_kernels<quant::block_nvfp4> { TESSERA_ROWS_(nvfp4) };
 template <> struct quant_kernels<quant::block_q1_0> { TESSERA_ROWS_(q1_0) };
 template <> struct quant_kernels<quant::block_q2_0> { TESSERA_ROWS_(q2_0) };
-template <> struct quant_kernels<quant::block_iq2_xxs> { TESSERA_ROWS_NO_GEMM_(iq2_xxs) };
-template <> struct quant_kernels<quant::block_iq2_xs> { TESSERA_ROWS_NO_GEMM_(iq2_xs) };
-template <> struct quant_kernels<quant::block_iq2_s> { TESSERA_ROWS_NO_GEMM_(iq2_s) };
-template <> struct quant_kernels<quant::block_iq3_xxs> { TESSERA_ROWS_NO_GEMM_(iq3_xxs) };
-template <> struct quant_kernels<quant::block_iq3_s> { TESSERA_ROWS_NO_GEMM_(iq3_s) };
-template <> struct quant_kernels<quant::block_iq1_s> { TESSERA_ROWS_NO_GEMM_(iq1_s) };
-template <> struct quant_kernels<quant::block_iq1_m> { TESSERA_ROWS_NO_GEMM_(iq1_m) };
+template <> struct quant_kernels<quant::block_iq2_xxs> { TESSERA_ROWS_(iq2_xxs) };
+template <> struct quant_kernels<quant::block_iq2_xs> { TESSERA_ROWS_(iq2_xs) };
+template <> struct quant_kernels<quant::block_iq2_s> { TESSERA_ROWS_(iq2_s) };
+template <> struct quant_kernels<quant::block_iq3_xxs> { TESSERA_ROWS_(iq3_xxs) };
+template <> struct quant_kernels<quant::block_iq3_s> { TESSERA_ROWS_(iq3_s) };
+template <> struct quant_kernels<quant::block_iq1_s> { TESSERA_ROWS_(iq1_s) };
+template <> struct quant_kernels<quant::block_iq1_m> { TESSERA_ROWS_(iq1_m) };
 // q8_K is an activation type only: a quantizer and a dequantizer, no dot product.
 template <> struct quant_kernels<quant::block_q8_K> {
     template <class A>
@@ -89,7 +80,6 @@ template <> struct quant_kernels<quant::block_q8_K> {
 // clang-format on
 #undef TESSERA_ROWS_
 #undef TESSERA_QUANTIZE_
-#undef TESSERA_ROWS_NO_GEMM_
 #undef TESSERA_ROWS4_
 
 template <class B>
