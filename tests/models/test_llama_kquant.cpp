@@ -1,17 +1,19 @@
-// The random-weight llama of ../shared/data/models-kquant in all 21 files llama.cpp wrote
-// (f32, the K-quant mixtures, the i-quants, the ternary types, mxfp4): every file loads
-// and runs, and its first-step logits for both prompts of random-llama-goldens.jsonl are
-// compared with llama.cpp's (all differences relative to the largest llama.cpp logit).
+// llama.cpp's quantized files against llama.cpp's own first-step logits and against a
+// double-precision evaluation of the same weights (llama_dref.hpp): the random-weight
+// llama of ../shared/data/models-kquant in all 21 files (f32, the K-quant mixtures, the
+// i-quants, the ternary types, mxfp4) and stories260K in the eight files of
+// models-quantized. All differences are relative to the largest llama.cpp logit.
 //
-// f32: within 2e-3 of llama.cpp's. The quantized files are another matter: both programs
-// round every matrix product's activations to 8 bits (q8_0 / q8_K), and on this untrained
-// model a perturbation of 1e-4 upstream (tessera with an f32 instead of an f16 KV cache,
-// or without flash attention) flips enough of those roundings to move the logits by
-// 1.7-2.4 %. That is also the distance between tessera and llama.cpp, and between either
-// and the same weights evaluated in f32 without activation rounding (the file dequantized
-// to f32 by tessera's quantizer). So for the quantized files the test asks that tessera be
-// as close as llama.cpp (within 25 %) to that f32 evaluation of the same weights, and
-// within 5 % of llama.cpp (a wrong kernel, scale or layout is far outside both).
+// f32 and f16: within 2e-3 of llama.cpp. The quantized files are another matter: every
+// matrix product rounds its activations to 8 bits, and where a value lies within float
+// precision of a rounding boundary, the two programs' different float sums (or SIMD
+// roundings) round it differently. On the untrained random model one such flip moves the
+// logits by 1-3 %: scaling the double evaluation's activations by 1 +- 1e-7 turns files
+// from within 3e-7 of tessera to 1-2 % apart and back. So the quantized files are held to
+// the double evaluation: tessera, run as the evaluation defines (no flash attention), no
+// farther from it than llama.cpp is (within a slack for those flips), and within 5 % of
+// llama.cpp. On stories260K (trained; robust to 1e-7) the files whose products are all
+// against q8_0 (q8_0, q4_0, q5_0) are within 1.1e-7 of the double evaluation.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -22,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "llama_dref.hpp"
 #include "model_data.hpp"
 #include "tessera/models/llama.hpp"
 #include "tessera/models/quantize.hpp"
@@ -35,79 +38,119 @@ double max_rel(const std::vector<float>& a, const std::vector<double>& b, double
     for (std::size_t i = 0; i < a.size(); ++i) e = std::max(e, std::fabs(a[i] - b[i]));
     return e / scale;
 }
-}  // namespace
-DATA_TEST_CASE("models-kquant: every llama.cpp file runs; first logits against llama.cpp's and the f32 evaluation",
-               "models-kquant/random-llama-goldens.jsonl") {
-    const std::string gold = test_data::path("models-kquant/random-llama-goldens.jsonl");
-    std::ifstream f(gold);
+
+// The files of a goldens .jsonl (one line per file and prompt: model, prompt_ids,
+// greedy_ids, first_logits), in their order; `model` relative to `dir` after `strip`.
+struct golden_file {
+    std::string name;
+    std::vector<model_test::greedy_case> cases;
+};
+std::vector<golden_file> read_goldens(const std::string& jsonl, const std::string& strip) {
+    std::ifstream f(jsonl);
     std::string line;
-    std::map<std::string, std::vector<model_test::greedy_case>> per_file;
-    std::vector<std::string> order;
+    std::vector<golden_file> out;
     while (std::getline(f, line)) {
         if (line.empty()) continue;
-        const std::string file = model_test::detail::string_value(line, "model");
+        std::string file = model_test::detail::string_value(line, "model");
+        if (file.rfind(strip, 0) == 0) file = file.substr(strip.size());
         model_test::greedy_case c;
         for (double d : model_test::detail::numbers(line, "prompt_ids")) c.prompt_ids.push_back(static_cast<int>(d));
         for (double d : model_test::detail::numbers(line, "greedy_ids")) c.greedy_ids.push_back(static_cast<int>(d));
         c.first_logits = model_test::detail::numbers(line, "first_logits");
-        if (!per_file.count(file)) order.push_back(file);
-        per_file[file].push_back(std::move(c));
+        if (out.empty() || out.back().name != file) out.push_back({file, {}});
+        out.back().cases.push_back(std::move(c));
     }
-    REQUIRE(order.size() == 21);
-    const std::string tmp = (std::filesystem::temp_directory_path() / "tessera-kquant-f32.gguf").string();
+    return out;
+}
+
+// Every file against llama.cpp's first logits (all differences relative to the largest
+// of them) and against llama_dref's double evaluation of the same weights with ggml's
+// roundings (activations to the dot partner, the f16 KV cache, Q and the attention
+// weights in f16 against it: what ggml computes without flash attention).
+// Float files: tessera within 2e-3 of llama.cpp. Quantized files: within 2e-3 of
+// llama.cpp, or else tessera without flash attention (the configuration the double
+// evaluation defines) within `slack` times llama.cpp's distance from it, and tessera as
+// run (flash attention) within 5 % of llama.cpp. The files in `exact` must be within 1e-4
+// of the double evaluation without flash attention: the kernels compute the definition.
+// Returns the largest difference from llama.cpp.
+double check_files(const std::vector<golden_file>& files, const std::string& dir, double slack,
+                   const std::vector<std::string>& exact = {}) {
     double worst_all = 0;
-    for (const std::string& file : order) {
+    for (const golden_file& gf : files) {
+        const std::string& file = gf.name;
         CAPTURE(file);
-        const std::string path = test_data::need("models-kquant/" + file);
+        const std::string path = test_data::need(dir + file);
         if (path.empty()) continue;
         models::llama_options o;
         o.n_threads = 2;
         o.n_ctx = 128;
         models::llama_model m = models::llama_model::load(path, o);
-        const bool quantized = file != "random-llama-f32.gguf";
-        std::optional<models::llama_model> exact;  // the same weights in f32
-        if (quantized) {
-            models::quantize_options qo;
-            qo.type = type_id::f32;
-            qo.allow_requantize = true;
-            qo.pure = true;
-            models::quantize_model(path, tmp, qo);
-            exact.emplace(models::llama_model::load(tmp, o));
-        }
-        double vs_llama = 0, mine_vs_exact = 0, llama_vs_exact = 0;
+        o.flash_attn = false;
+        models::llama_model plain = models::llama_model::load(path, o);
+        const bool quantized = file.find("-f32.gguf") == std::string::npos && file.find("-f16.gguf") == std::string::npos;
+        double vs_llama = 0, mine_vs_dref = 0, plain_vs_dref = 0, llama_vs_dref = 0;
         std::size_t greedy_same = 0, greedy_total = 0;
-        for (const auto& gc : per_file[file]) {
+        for (const auto& gc : gf.cases) {
             m.reset();
+            plain.reset();
             const std::vector<std::int32_t> toks(gc.prompt_ids.begin(), gc.prompt_ids.end());
-            const std::vector<float> logits = m.eval(toks);
+            const std::vector<float> logits = m.eval(toks), logits_plain = plain.eval(toks);
             REQUIRE(logits.size() == gc.first_logits.size());
             double scale = 0;
             for (double v : gc.first_logits) scale = std::max(scale, std::fabs(v));
             vs_llama = std::max(vs_llama, max_rel(logits, gc.first_logits, scale));
-            if (exact) {
-                exact->reset();
-                const std::vector<float> ex = exact->eval(toks);
-                const std::vector<double> exd(ex.begin(), ex.end());
-                mine_vs_exact = std::max(mine_vs_exact, max_rel(logits, exd, scale));
-                const std::vector<float> ll(gc.first_logits.begin(), gc.first_logits.end());
-                llama_vs_exact = std::max(llama_vs_exact, max_rel(ll, exd, scale));
-            }
+            const std::vector<double> dr = llama_dref::first_logits(path, gc.prompt_ids);
+            REQUIRE(dr.size() == logits.size());
+            mine_vs_dref = std::max(mine_vs_dref, max_rel(logits, dr, scale));
+            plain_vs_dref = std::max(plain_vs_dref, max_rel(logits_plain, dr, scale));
+            const std::vector<float> ll(gc.first_logits.begin(), gc.first_logits.end());
+            llama_vs_dref = std::max(llama_vs_dref, max_rel(ll, dr, scale));
             greedy_same += model_test::greedy_prefix(m, gc);
             greedy_total += gc.greedy_ids.size();
         }
-        if (!quantized) {
-            MESSAGE(file << ": first logits within " << vs_llama << " of llama.cpp's; greedy " << greedy_same << " of "
-                         << greedy_total << " tokens as llama.cpp");
+        const bool close = vs_llama < 2e-3;
+        MESSAGE(file << ": first logits within " << vs_llama << " of llama.cpp's; from the double evaluation: tessera "
+                     << mine_vs_dref << " (without flash attention " << plain_vs_dref << "), llama.cpp " << llama_vs_dref
+                     << "; greedy " << greedy_same << " of " << greedy_total << " tokens as llama.cpp"
+                     << std::string(!quantized ? ""
+                                    : close    ? "; criterion: within 2e-3 of llama.cpp"
+                                               : "; criterion: near llama.cpp's distance from the double evaluation"));
+        if (!quantized || close) {
             CHECK(vs_llama < 2e-3);
         } else {
-            MESSAGE(file << ": first logits within " << vs_llama << " of llama.cpp's; from the f32 evaluation of the same "
-                         << "weights: tessera " << mine_vs_exact << ", llama.cpp " << llama_vs_exact << "; greedy "
-                         << greedy_same << " of " << greedy_total << " tokens as llama.cpp");
-            CHECK(mine_vs_exact <= 1.25 * llama_vs_exact);
+            CHECK(plain_vs_dref <= slack * llama_vs_dref);
             CHECK(vs_llama < 0.05);
         }
+        if (std::find(exact.begin(), exact.end(), file) != exact.end()) CHECK(plain_vs_dref < 1e-4);
         worst_all = std::max(worst_all, vs_llama);
     }
-    std::filesystem::remove(tmp);
-    MESSAGE("largest difference from llama.cpp over all files: " << worst_all);
+    return worst_all;
+}
+}  // namespace
+
+DATA_TEST_CASE("models-kquant: every llama.cpp file runs; first logits against llama.cpp's and the f32 evaluation",
+               "models-kquant/random-llama-goldens.jsonl") {
+    const auto files = read_goldens(test_data::path("models-kquant/random-llama-goldens.jsonl"), "");
+    REQUIRE(files.size() == 21);
+    // measured (this machine, AVX-512): without flash attention 7 of the 20 quantized
+    // files within 3e-7 of the double evaluation, the others 0.9-3.0 %; the largest ratio
+    // to llama.cpp's distance 1.29 (IQ2_XXS)
+    const double worst = check_files(files, "models-kquant/", 1.35);
+    MESSAGE("largest difference from llama.cpp over all files: " << worst);
+}
+
+// stories260K (trained) in the eight files llama-quantize wrote (f16, q8_0, q4_0, q4_1,
+// q5_0, q5_1, q4_K_M, q6_K), three prompts each.
+DATA_TEST_CASE("stories260K quantized by llama-quantize: first logits against llama.cpp's and the f32 evaluation",
+               "goldens/stories260K-quantized-logits.jsonl") {
+    const auto files = read_goldens(test_data::path("goldens/stories260K-quantized-logits.jsonl"), "../models-quantized/");
+    REQUIRE(files.size() == 8);
+    for (const auto& f : files) CHECK(f.cases.size() == 3);
+    // measured: q8_0, q4_0, q5_0 within 1.1e-7; q4_K_M 1.7 % and q6_K 1.7 % (llama.cpp
+    // 1.8 %, 1.4 %): their ffn_down is f16, whose activations tessera keeps in f32 where
+    // ggml rounds them to f16; q4_1 0.75 %, q5_1 1.0 % (llama.cpp 2.2 %, 1.8 %): products
+    // against q8_1, a difference not yet found
+    const double worst = check_files(files, "models-quantized/", 1.25,
+                                     {"stories260K-q8_0.gguf", "stories260K-q4_0.gguf", "stories260K-q5_0.gguf"});
+    MESSAGE("largest difference from llama.cpp over the eight files: " << worst);
 }
