@@ -1,6 +1,6 @@
 // mul_mat through the CPU backend: 4096 x 4096 weights times N = 1, 64, 512 f32 columns,
 // at 1 and 2 threads, for f32, f16, bf16, q8_0, q4_0, q4_K, q6_K, q5_K, q3_K, q2_K, iq4_xs,
-// iq4_nl, q5_0, q4_1, tq2_0 weights in a CPU buffer and for q4_0 / q8_0 / q4_K weights in the CPU_REPACK buffer (backend/cpu/repack.hpp,
+// iq4_nl, q5_0, q4_1, tq2_0, nvfp4, q2_0, q1_0 and the seven lattice i-quants weights in a CPU buffer and for q4_0 / q8_0 / q4_K weights in the CPU_REPACK buffer (backend/cpu/repack.hpp,
 // names ending in "_repack").
 //
 //   N >= 64  GFLOP/s and fma_ratio = GFLOP/s / the f32 FMA peak measured in this process
@@ -53,7 +53,14 @@ const std::vector<std::byte>& weight_bytes(type_id t) {
                 std::memcpy(cached.data() + 2 * i, &b, 2);
             }
         } else {
-            quant::quantize(t, f.data(), cached.data(), M, K);
+            // 256 rows quantized (with unit importance weights, which iq2_xxs, iq2_xs and
+            // iq1_s require; the i-quant searches are slow), repeated down the matrix
+            constexpr std::int64_t slab = 256;
+            const std::vector<float> imatrix(static_cast<std::size_t>(K), 1.0f);
+            const auto rb = static_cast<std::size_t>(row_size(t, K));
+            quant::quantize(t, f.data(), cached.data(), slab, K, imatrix.data());
+            for (std::int64_t r = slab; r < M; r += slab)
+                std::memcpy(cached.data() + static_cast<std::size_t>(r) * rb, cached.data(), static_cast<std::size_t>(slab) * rb);
         }
         cached_t = t;
     }
@@ -138,4 +145,14 @@ BENCHMARK_CAPTURE(bm_mul_mat, iq4_nl, type_id::iq4_nl, false)->Apply(args);
 BENCHMARK_CAPTURE(bm_mul_mat, q5_0, type_id::q5_0, false)->Apply(args);
 BENCHMARK_CAPTURE(bm_mul_mat, q4_1, type_id::q4_1, false)->Apply(args);
 BENCHMARK_CAPTURE(bm_mul_mat, tq2_0, type_id::tq2_0, false)->Apply(args);
+BENCHMARK_CAPTURE(bm_mul_mat, nvfp4, type_id::nvfp4, false)->Apply(args);
+BENCHMARK_CAPTURE(bm_mul_mat, q2_0, type_id::q2_0, false)->Apply(args);
+BENCHMARK_CAPTURE(bm_mul_mat, q1_0, type_id::q1_0, false)->Apply(args);
+BENCHMARK_CAPTURE(bm_mul_mat, iq3_s, type_id::iq3_s, false)->Apply(args);
+BENCHMARK_CAPTURE(bm_mul_mat, iq3_xxs, type_id::iq3_xxs, false)->Apply(args);
+BENCHMARK_CAPTURE(bm_mul_mat, iq2_s, type_id::iq2_s, false)->Apply(args);
+BENCHMARK_CAPTURE(bm_mul_mat, iq2_xs, type_id::iq2_xs, false)->Apply(args);
+BENCHMARK_CAPTURE(bm_mul_mat, iq2_xxs, type_id::iq2_xxs, false)->Apply(args);
+BENCHMARK_CAPTURE(bm_mul_mat, iq1_m, type_id::iq1_m, false)->Apply(args);
+BENCHMARK_CAPTURE(bm_mul_mat, iq1_s, type_id::iq1_s, false)->Apply(args);
 }  // namespace
