@@ -1,6 +1,6 @@
 // AArch64 bodies of the quantized dot products of kernels/quant/vec_dot.hpp:
 //   neon     q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl, mxfp4, q2_K, q3_K, q4_K, q5_K, q6_K,
-//            iq4_xs, tq2_0 (the signed 16-byte dot by SMULL + SADALP), f16 rows
+//            iq4_xs, tq1_0, tq2_0 (the signed 16-byte dot by SMULL + SADALP), f16 rows
 //            (FCVTL + FMLA), bf16 rows (widened by a 16-bit shift + FMLA);
 //   dotprod  the same bodies with SDOT (through qdetail::dot_s8);
 //   i8mm     bf16 rows through BFMLALB / BFMLALT (fused multiply-add of the widened
@@ -13,7 +13,8 @@
 // scale times sub-block dot, in i32 lanes), then adds the terms in f32 in its own
 // order; the result is the scalar body's within the f32 summation bound of
 // tests/kernels (tq2_0 adds the same per-super-block terms in the same order as the
-// scalar body). q8_1 x q8_1 and tq1_0 run the scalar body. Part of
+// scalar body; so does tq1_0). q8_1 x q8_1, nvfp4, q1_0, q2_0 and the lattice i-quants
+// run the scalar body. Part of
 // kernels/quant/vec_dot.hpp, which includes it after the scalar bodies.
 #pragma once
 
@@ -449,6 +450,43 @@ float vdot(std::int64_t n, const q::block_tq2_0* x, const q::block_q8_K* y, simd
         }
         const int32x4_t ys = vaddq_s32(vpaddlq_s16(vld1q_s16(y[b].bsums)), vpaddlq_s16(vld1q_s16(y[b].bsums + 8)));
         sum += static_cast<float>(vaddvq_s32(acc) - vaddvq_s32(ys)) * (y[b].d * h2f<A>(x[b].d));
+    }
+    return sum;
+}
+
+// tq1_0: trit n (most significant first) of a byte b is ((b * 3^n mod 256) * 3) >> 8:
+// VMUL.8 wraps the first product, UMULL / SHRN take the high byte of the second. Element
+// order as the reference: 32 n + m from qs[m] (n < 5), 160 + 16 n + m from qs[32 + m],
+// 240 + 4 n + m from qh[m] (n < 4: one vector of the four bytes with the powers per group
+// of four). The same integer sum t y - sum y and f32 term per super-block as the scalar
+// body, so its value.
+template <class A>
+TESSERA_ALWAYS_INLINE int8x16_t tq1_trits_neon(uint8x16_t q, uint8x16_t pow3) {
+    const uint8x16_t v = vmulq_u8(q, pow3);
+    const uint8x16_t three = vdupq_n_u8(3);
+    return vreinterpretq_s8_u8(vshrn_high_n_u16(vshrn_n_u16(vmull_u8(vget_low_u8(v), vget_low_u8(three)), 8), vmull_high_u8(v, three), 8));
+}
+template <class A>
+float vdot(std::int64_t n, const q::block_tq1_0* x, const q::block_q8_K* y, simd::requires_arch<simd::neon>) {
+    static constexpr std::uint8_t pow3[5] = {1, 3, 9, 27, 81};
+    alignas(16) static constexpr std::uint8_t pow3_qh[16] = {1, 1, 1, 1, 3, 3, 3, 3, 9, 9, 9, 9, 27, 27, 27, 27};
+    const uint8x16_t ph = vld1q_u8(pow3_qh);
+    float sum = 0.0f;
+    for (std::int64_t b = 0; b < n / q::qk_k; ++b) {
+        int32x4_t acc = vdupq_n_s32(0);
+        const uint8x16_t a0 = vld1q_u8(x[b].qs), a1 = vld1q_u8(x[b].qs + 16), c = vld1q_u8(x[b].qs + 32);
+        const std::int8_t* yq = y[b].qs;
+        for (int k = 0; k < 5; ++k) {
+            const uint8x16_t p = vdupq_n_u8(pow3[k]);
+            acc = dot_s8<A>(acc, tq1_trits_neon<A>(a0, p), vld1q_s8(yq + 32 * k));
+            acc = dot_s8<A>(acc, tq1_trits_neon<A>(a1, p), vld1q_s8(yq + 32 * k + 16));
+            acc = dot_s8<A>(acc, tq1_trits_neon<A>(c, p), vld1q_s8(yq + 160 + 16 * k));
+        }
+        std::uint32_t qh;
+        std::memcpy(&qh, x[b].qh, 4);
+        acc = dot_s8<A>(acc, tq1_trits_neon<A>(vreinterpretq_u8_u32(vdupq_n_u32(qh)), ph), vld1q_s8(yq + 240));
+        const int32x4_t ys = vaddq_s32(vpaddlq_s16(vld1q_s16(y[b].bsums)), vpaddlq_s16(vld1q_s16(y[b].bsums + 8)));
+        sum += static_cast<float>(vaddvq_s32(acc) - vaddvq_s32(ys)) * (h2f<A>(x[b].d) * y[b].d);
     }
     return sum;
 }
