@@ -659,8 +659,10 @@ std::vector<P> make_act(std::int64_t n, std::int64_t k, std::mt19937& rng, bool 
     return yq;
 }
 
+// light: fewer shapes (the lattice i-quants: their codecs are what is new; the engine's
+// tiles, panels and group edges are covered by every other type at the full grid).
 template <class B>
-void check_lane_gemm() {
+void check_lane_gemm(bool light = false) {
     using P = typename quant::block_traits<B>::dot_partner;
     constexpr type_id tid = quant::block_traits<B>::id;
     constexpr std::int64_t qk = quant::block_traits<B>::block_size, qp = quant::block_traits<P>::block_size;
@@ -669,12 +671,16 @@ void check_lane_gemm() {
     const auto gemv = [](simd::arch_id a) { return simd::kernel_for<kernels::quant_kernels<B>::template gemv>(a); };
     std::mt19937 rng(11);
     std::normal_distribution<float> nd(0.0f, 1.0f);
-    const std::vector<std::int64_t> nbs = qk == 32 ? std::vector<std::int64_t>{1, 15, 16, 17, 40} : std::vector<std::int64_t>{1, 2, 3, 5};
+    const std::vector<std::int64_t> nbs = light      ? std::vector<std::int64_t>{1, 3}
+                                          : qk == 32 ? std::vector<std::int64_t>{1, 15, 16, 17, 40}
+                                                     : std::vector<std::int64_t>{1, 2, 3, 5};
+    const std::vector<std::int64_t> ms = light ? std::vector<std::int64_t>{1, 5, 19} : std::vector<std::int64_t>{1, 2, 3, 5, 16, 19, 37};
+    const std::vector<std::int64_t> ns = light ? std::vector<std::int64_t>{1, 4, 5, 11} : std::vector<std::int64_t>{1, 2, 3, 4, 5, 8, 11};
     for (const bool unit : {false, true})
         for (std::int64_t nb : nbs) {
             const std::int64_t k = nb * qk;
             if (unit && k > 1024) continue;
-            for (std::int64_t m : {1, 2, 3, 5, 16, 19, 37}) {
+            for (std::int64_t m : ms) {
                 const std::size_t rb = static_cast<std::size_t>(row_size(tid, k)), xs = rb + 2 * sizeof(B);  // stride > row
                 std::vector<std::byte> x(xs * static_cast<std::size_t>(m));
                 std::vector<float> wf(static_cast<std::size_t>(k));
@@ -701,7 +707,7 @@ void check_lane_gemm() {
                         }
                     CHECK(bad_lane == 0);
                 }
-                for (std::int64_t n : {1, 2, 3, 4, 5, 8, 11}) {
+                for (std::int64_t n : ns) {
                     const std::vector<P> yq = make_act<P>(n, k, rng, unit);
                     const std::size_t ys = kernels::qgemm_act_row_bytes(tid, k);
                     auto* yp = static_cast<std::byte*>(::operator new(ys * static_cast<std::size_t>(n), std::align_val_t(64)));
@@ -814,12 +820,13 @@ TEST_CASE("quantized GEMM: every type with row kernels has one") {
     }
     CHECK(with == 26);
 }
+// (a lighter grid of shapes: 1 and 3 super-blocks, 1 / 5 / 19 rows, 1 / 4 / 5 / 11 columns)
 TEST_CASE("quantized GEMM, lane kernels: the lattice i-quants (wide iq2 / iq3_xxs, offset iq3_s / iq1)") {
-    SUBCASE("iq2_xxs") { check_lane_gemm<quant::block_iq2_xxs>(); }
-    SUBCASE("iq2_xs") { check_lane_gemm<quant::block_iq2_xs>(); }
-    SUBCASE("iq2_s") { check_lane_gemm<quant::block_iq2_s>(); }
-    SUBCASE("iq3_xxs") { check_lane_gemm<quant::block_iq3_xxs>(); }
-    SUBCASE("iq3_s") { check_lane_gemm<quant::block_iq3_s>(); }
-    SUBCASE("iq1_s") { check_lane_gemm<quant::block_iq1_s>(); }
-    SUBCASE("iq1_m") { check_lane_gemm<quant::block_iq1_m>(); }
+    SUBCASE("iq2_xxs") { check_lane_gemm<quant::block_iq2_xxs>(true); }
+    SUBCASE("iq2_xs") { check_lane_gemm<quant::block_iq2_xs>(true); }
+    SUBCASE("iq2_s") { check_lane_gemm<quant::block_iq2_s>(true); }
+    SUBCASE("iq3_xxs") { check_lane_gemm<quant::block_iq3_xxs>(true); }
+    SUBCASE("iq3_s") { check_lane_gemm<quant::block_iq3_s>(true); }
+    SUBCASE("iq1_s") { check_lane_gemm<quant::block_iq1_s>(true); }
+    SUBCASE("iq1_m") { check_lane_gemm<quant::block_iq1_m>(true); }
 }
