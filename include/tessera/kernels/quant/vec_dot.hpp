@@ -13,11 +13,11 @@
 //              iq4_xs, tq2_0 (vpmaddubsw/vpmaddwd on 512 bits), bf16 (f16 and tq1_0 use
 //              AVX2's);
 //   avx512vnni the same bodies with vpdpbusd / vpdpwssd;
-//   neon       the avx512bw types and tq1_0 (SMULL + SADALP), f16, bf16;
+//   neon       the avx512bw types, tq1_0, nvfp4, q1_0, q2_0 and the lattice i-quants
+//              (SMULL + SADALP), f16, bf16;
 //   dotprod    the same bodies with SDOT; i8mm: bf16 with BFMLALB / BFMLALT;
 //   sve        q8_0, q4_0 length-agnostic (SVE SDOT), the rest as i8mm.
-// q8_1 x q8_1 runs the scalar body everywhere; on AArch64 so do nvfp4, q1_0, q2_0 and the
-// lattice i-quants.
+// q8_1 x q8_1 runs the scalar body everywhere.
 // Types without a wide body run the scalar body in every unit.
 //
 // Kernels: vec_dot_<type><A>(int64_t n, const block_<type>* x, const partner* y)

@@ -1,7 +1,8 @@
 // AArch64 bodies of the quantized dot products of kernels/quant/vec_dot.hpp:
 //   neon     q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl, mxfp4, q2_K, q3_K, q4_K, q5_K, q6_K,
-//            iq4_xs, tq1_0, tq2_0 (the signed 16-byte dot by SMULL + SADALP), f16 rows
-//            (FCVTL + FMLA), bf16 rows (widened by a 16-bit shift + FMLA);
+//            iq4_xs, tq1_0, tq2_0, nvfp4, q1_0, q2_0 and the seven lattice i-quants (the
+//            signed 16-byte dot by SMULL + SADALP), f16 rows (FCVTL + FMLA), bf16 rows
+//            (widened by a 16-bit shift + FMLA);
 //   dotprod  the same bodies with SDOT (through qdetail::dot_s8);
 //   i8mm     bf16 rows through BFMLALB / BFMLALT (fused multiply-add of the widened
 //            values, IEEE like the shift + FMLA; BFDOT is not used: it rounds its pair
@@ -13,8 +14,9 @@
 // scale times sub-block dot, in i32 lanes), then adds the terms in f32 in its own
 // order; the result is the scalar body's within the f32 summation bound of
 // tests/kernels (tq2_0 adds the same per-super-block terms in the same order as the
-// scalar body; so does tq1_0). q8_1 x q8_1, nvfp4, q1_0, q2_0 and the lattice i-quants
-// run the scalar body. Part of
+// scalar body; so do tq1_0, nvfp4, q1_0, q2_0 and the lattice i-quants, which return
+// the scalar body's value up to the compiler's fusing of its multiply-adds). q8_1 x q8_1
+// runs the scalar body. Part of
 // kernels/quant/vec_dot.hpp, which includes it after the scalar bodies.
 #pragma once
 
@@ -487,6 +489,263 @@ float vdot(std::int64_t n, const q::block_tq1_0* x, const q::block_q8_K* y, simd
         acc = dot_s8<A>(acc, tq1_trits_neon<A>(vreinterpretq_u8_u32(vdupq_n_u32(qh)), ph), vld1q_s8(yq + 240));
         const int32x4_t ys = vaddq_s32(vpaddlq_s16(vld1q_s16(y[b].bsums)), vpaddlq_s16(vld1q_s16(y[b].bsums + 8)));
         sum += static_cast<float>(vaddvq_s32(acc) - vaddvq_s32(ys)) * (h2f<A>(x[b].d) * y[b].d);
+    }
+    return sum;
+}
+
+// ---- nvfp4, q1_0, q2_0 (against q8_0) -----------------------------------------------------
+// The integer dot of each group (16 for nvfp4, 32 for q1_0 / q2_0) whole in i32 (ADDP of
+// four at once), then the scalar body's f32 operations in its order, so its value.
+// nvfp4: group g of a block holds values j (low nibbles of its 8 bytes) and j + 8 (high),
+// looked up in the doubled E2M1 levels (TBL); scale ue4m3_half of its byte times y's d.
+template <class A>
+float vdot(std::int64_t n, const q::block_nvfp4* x, const q::block_q8_0* y, simd::requires_arch<simd::neon>) {
+    const int8x16_t levels = vld1q_s8(tables<A>::mxfp4);
+    float sum = 0.0f;
+    for (std::int64_t b = 0; b < n / 64; ++b) {
+        int32x4_t p[4];
+        for (int g = 0; g < 4; ++g) {
+            const uint8x8_t v = vld1_u8(x[b].qs + 8 * g);
+            const uint8x16_t idx = vcombine_u8(vand_u8(v, vdup_n_u8(0x0F)), vshr_n_u8(v, 4));
+            p[g] = dot_s8<A>(vdupq_n_s32(0), vqtbl1q_s8(levels, idx), vld1q_s8(y[2 * b + g / 2].qs + 16 * (g % 2)));
+        }
+        std::int32_t s[4];
+        vst1q_s32(s, whole4_neon<A>(p[0], p[1], p[2], p[3]));
+        for (int g = 0; g < 4; ++g) sum += h2f<A>(y[2 * b + g / 2].d) * q::ue4m3_half[x[b].d[g]] * static_cast<float>(s[g]);
+    }
+    return sum;
+}
+// q1_0: the bits of each 32 spread one per byte (TBL of the four bytes, CMTST against
+// 1, 2, ..., 128), then 0xFF (clear) or 0x01 (set): -1 / +1 times y.
+template <class A>
+TESSERA_ALWAYS_INLINE void q1_signs_neon(const std::uint8_t* bits, int8x16_t& lo, int8x16_t& hi) {
+    std::uint32_t w;
+    std::memcpy(&w, bits, 4);
+    const uint8x16_t v = vreinterpretq_u8_u32(vdupq_n_u32(w));
+    const uint8x16_t bit = vreinterpretq_u8_u64(vdupq_n_u64(0x8040201008040201ull));
+    const uint8x16_t sel01 = vcombine_u8(vdup_n_u8(0), vdup_n_u8(1)), sel23 = vcombine_u8(vdup_n_u8(2), vdup_n_u8(3));
+    const uint8x16_t one = vdupq_n_u8(1);
+    lo = vreinterpretq_s8_u8(vorrq_u8(vmvnq_u8(vtstq_u8(vqtbl1q_u8(v, sel01), bit)), one));
+    hi = vreinterpretq_s8_u8(vorrq_u8(vmvnq_u8(vtstq_u8(vqtbl1q_u8(v, sel23), bit)), one));
+}
+template <class A>
+float vdot(std::int64_t n, const q::block_q1_0* x, const q::block_q8_0* y, simd::requires_arch<simd::neon>) {
+    float sum = 0.0f;
+    for (std::int64_t b = 0; b < n / 128; ++b) {
+        int32x4_t p[4];
+        for (int k = 0; k < 4; ++k) {
+            int8x16_t lo, hi;
+            q1_signs_neon<A>(x[b].qs + 4 * k, lo, hi);
+            const std::int8_t* yq = y[4 * b + k].qs;
+            p[k] = dot_s8<A>(dot_s8<A>(vdupq_n_s32(0), lo, vld1q_s8(yq)), hi, vld1q_s8(yq + 16));
+        }
+        std::int32_t s[4];
+        vst1q_s32(s, whole4_neon<A>(p[0], p[1], p[2], p[3]));
+        float sb = 0.0f;
+        for (int k = 0; k < 4; ++k) sb += h2f<A>(y[4 * b + k].d) * static_cast<float>(s[k]);
+        sum += h2f<A>(x[b].d) * sb;
+    }
+    return sum;
+}
+// q2_0: byte j of each 32 is bits 2 (j % 4) of qs[j / 4]: TBL spreads the bytes, USHL by
+// 0, -2, -4, -6 and AND 3 give the code q, q - 1 the value.
+template <class A>
+float vdot(std::int64_t n, const q::block_q2_0* x, const q::block_q8_0* y, simd::requires_arch<simd::neon>) {
+    alignas(16) static constexpr std::uint8_t spread_lo[16] = {0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3};
+    alignas(16) static constexpr std::int8_t shifts[16] = {0, -2, -4, -6, 0, -2, -4, -6, 0, -2, -4, -6, 0, -2, -4, -6};
+    const uint8x16_t sel_lo = vld1q_u8(spread_lo), sel_hi = vaddq_u8(sel_lo, vdupq_n_u8(4));
+    const int8x16_t sh = vld1q_s8(shifts);
+    const uint8x16_t m3 = vdupq_n_u8(3);
+    const int8x16_t one = vdupq_n_s8(1);
+    float sum = 0.0f;
+    for (std::int64_t b = 0; b < n / 64; ++b) {
+        int32x4_t p[2];
+        for (int k = 0; k < 2; ++k) {
+            const uint8x16_t v = vcombine_u8(vld1_u8(x[b].qs + 8 * k), vdup_n_u8(0));
+            const int8x16_t lo = vsubq_s8(vreinterpretq_s8_u8(vandq_u8(vshlq_u8(vqtbl1q_u8(v, sel_lo), sh), m3)), one);
+            const int8x16_t hi = vsubq_s8(vreinterpretq_s8_u8(vandq_u8(vshlq_u8(vqtbl1q_u8(v, sel_hi), sh), m3)), one);
+            const std::int8_t* yq = y[2 * b + k].qs;
+            p[k] = dot_s8<A>(dot_s8<A>(vdupq_n_s32(0), lo, vld1q_s8(yq)), hi, vld1q_s8(yq + 16));
+        }
+        const float sb = h2f<A>(y[2 * b].d) * static_cast<float>(vaddvq_s32(p[0]));
+        sum += h2f<A>(x[b].d) * (sb + h2f<A>(y[2 * b + 1].d) * static_cast<float>(vaddvq_s32(p[1])));
+    }
+    return sum;
+}
+
+// ---- the lattice i-quants (against q8_K) --------------------------------------------------
+// Grid entries are loaded per 8 (or 4) values into vectors and signed by MUL with +-1
+// bytes (tables<A>::signs) before the dot with y, so y's -128 stays exact. The integer
+// sum of the super-block, sub-block dots times their odd scales, is made whole in i32
+// lanes; then the scalar body's f32 operations in its order, so its value.
+template <class A>
+TESSERA_ALWAYS_INLINE int8x16_t u64x2_neon(std::uint64_t a, std::uint64_t b) {
+    return vcombine_s8(vcreate_s8(a), vcreate_s8(b));
+}
+template <class A>
+TESSERA_ALWAYS_INLINE int8x16_t u32x4_neon(std::uint32_t a, std::uint32_t b, std::uint32_t c, std::uint32_t d) {
+    return vreinterpretq_s8_u64(vcombine_u64(vcreate_u64(a | static_cast<std::uint64_t>(b) << 32),
+                                             vcreate_u64(c | static_cast<std::uint64_t>(d) << 32)));
+}
+// the dot of 16 signed grid values g * pm with y, as four partial sums
+template <class A>
+TESSERA_ALWAYS_INLINE int32x4_t grid_dot16_neon(int8x16_t g, int8x16_t pm, const std::int8_t* q8) {
+    return dot_s8<A>(vdupq_n_s32(0), vmulq_s8(g, pm), vld1q_s8(q8));
+}
+// sum_j sc[j] * S_j over sixteen groups, p[j] the partial sums of group j: exact in i32
+template <class A>
+TESSERA_ALWAYS_INLINE std::int32_t scaled_sum16_neon(const int32x4_t p[16], const std::int32_t sc[16]) {
+    int32x4_t s = vmulq_s32(whole4_neon<A>(p[0], p[1], p[2], p[3]), vld1q_s32(sc));
+    for (int k = 1; k < 4; ++k)
+        s = vmlaq_s32(s, whole4_neon<A>(p[4 * k], p[4 * k + 1], p[4 * k + 2], p[4 * k + 3]), vld1q_s32(sc + 4 * k));
+    return vaddvq_s32(s);
+}
+template <class A>
+float vdot(std::int64_t n, const q::block_iq2_xxs* x, const q::block_q8_K* y, simd::requires_arch<simd::neon>) {
+    const auto& st = tables<A>::signs.code7;
+    float sum = 0.0f;
+    for (std::int64_t b = 0; b < n / q::qk_k; ++b) {
+        int32x4_t p[16];
+        std::int32_t sc[16];
+        for (int ib = 0; ib < 8; ++ib) {
+            const auto* qb = reinterpret_cast<const std::uint8_t*>(x[b].qs + 4 * ib);
+            const std::uint32_t aux = q::detail::load_u32(qb + 4);
+            const std::int8_t* q8 = y[b].qs + 32 * ib;
+            p[2 * ib] = grid_dot16_neon<A>(u64x2_neon<A>(q::iq2xxs_grid[qb[0]], q::iq2xxs_grid[qb[1]]),
+                                           u64x2_neon<A>(st[aux & 127], st[(aux >> 7) & 127]), q8);
+            p[2 * ib + 1] = grid_dot16_neon<A>(u64x2_neon<A>(q::iq2xxs_grid[qb[2]], q::iq2xxs_grid[qb[3]]),
+                                               u64x2_neon<A>(st[(aux >> 14) & 127], st[(aux >> 21) & 127]), q8 + 16);
+            sc[2 * ib] = sc[2 * ib + 1] = static_cast<std::int32_t>(2 * (aux >> 28) + 1);
+        }
+        sum += h2f<A>(x[b].d) * y[b].d * static_cast<float>(scaled_sum16_neon<A>(p, sc));
+    }
+    return 0.125f * sum;
+}
+template <class A>
+float vdot(std::int64_t n, const q::block_iq2_xs* x, const q::block_q8_K* y, simd::requires_arch<simd::neon>) {
+    const auto& st = tables<A>::signs.code7;
+    float sum = 0.0f;
+    for (std::int64_t b = 0; b < n / q::qk_k; ++b) {
+        int32x4_t p[16];
+        std::int32_t sc[16];
+        for (int ib = 0; ib < 8; ++ib)
+            for (int h = 0; h < 2; ++h) {
+                const std::uint16_t* qb = x[b].qs + 4 * ib + 2 * h;
+                p[2 * ib + h] = grid_dot16_neon<A>(u64x2_neon<A>(q::iq2xs_grid[qb[0] & 511], q::iq2xs_grid[qb[1] & 511]),
+                                                   u64x2_neon<A>(st[qb[0] >> 9], st[qb[1] >> 9]), y[b].qs + 32 * ib + 16 * h);
+                sc[2 * ib + h] = 2 * ((x[b].scales[ib] >> (4 * h)) & 15) + 1;
+            }
+        sum += h2f<A>(x[b].d) * y[b].d * static_cast<float>(scaled_sum16_neon<A>(p, sc));
+    }
+    return 0.125f * sum;
+}
+template <class A>
+float vdot(std::int64_t n, const q::block_iq2_s* x, const q::block_q8_K* y, simd::requires_arch<simd::neon>) {
+    const auto& st = tables<A>::signs.byte;
+    float sum = 0.0f;
+    for (std::int64_t b = 0; b < n / q::qk_k; ++b) {
+        const std::uint8_t* signs = x[b].qs + q::qk_k / 8;
+        int32x4_t p[16];
+        std::int32_t sc[16];
+        for (int ib = 0; ib < 8; ++ib)
+            for (int h = 0; h < 2; ++h) {
+                const int l = 2 * h;
+                p[2 * ib + h] = grid_dot16_neon<A>(
+                    u64x2_neon<A>(q::detail::iq2s_entry(x[b], ib, l), q::detail::iq2s_entry(x[b], ib, l + 1)),
+                    u64x2_neon<A>(st[signs[4 * ib + l]], st[signs[4 * ib + l + 1]]), y[b].qs + 32 * ib + 16 * h);
+                sc[2 * ib + h] = 2 * ((x[b].scales[ib] >> (4 * h)) & 15) + 1;
+            }
+        sum += h2f<A>(x[b].d) * y[b].d * static_cast<float>(scaled_sum16_neon<A>(p, sc));
+    }
+    return 0.125f * sum;
+}
+template <class A>
+float vdot(std::int64_t n, const q::block_iq3_xxs* x, const q::block_q8_K* y, simd::requires_arch<simd::neon>) {
+    const auto& st = tables<A>::signs.code7;
+    float sum = 0.0f;
+    for (std::int64_t b = 0; b < n / q::qk_k; ++b) {
+        int32x4_t p[16];
+        std::int32_t sc[16];
+        for (int ib = 0; ib < 8; ++ib) {
+            const std::uint8_t* qs = x[b].qs + 8 * ib;
+            const std::uint32_t aux = q::detail::load_u32(x[b].qs + q::qk_k / 4 + 4 * ib);
+            const auto e = [&](int k) { return q::iq3xxs_grid[qs[k]]; };
+            for (int h = 0; h < 2; ++h)
+                p[2 * ib + h] = grid_dot16_neon<A>(u32x4_neon<A>(e(4 * h), e(4 * h + 1), e(4 * h + 2), e(4 * h + 3)),
+                                                   u64x2_neon<A>(st[(aux >> (14 * h)) & 127], st[(aux >> (14 * h + 7)) & 127]),
+                                                   y[b].qs + 32 * ib + 16 * h);
+            sc[2 * ib] = sc[2 * ib + 1] = static_cast<std::int32_t>(2 * (aux >> 28) + 1);
+        }
+        sum += h2f<A>(x[b].d) * y[b].d * static_cast<float>(scaled_sum16_neon<A>(p, sc));
+    }
+    return 0.25f * sum;
+}
+template <class A>
+float vdot(std::int64_t n, const q::block_iq3_s* x, const q::block_q8_K* y, simd::requires_arch<simd::neon>) {
+    const auto& st = tables<A>::signs.byte;
+    float sum = 0.0f;
+    for (std::int64_t b = 0; b < n / q::qk_k; ++b) {
+        int32x4_t p[16];
+        std::int32_t sc[16];
+        for (int ib = 0; ib < 8; ++ib) {
+            const auto e = [&](int l, int half) { return q::detail::iq3s_entry(x[b], ib, l, half); };
+            for (int h = 0; h < 2; ++h) {
+                const int l = 2 * h;
+                p[2 * ib + h] = grid_dot16_neon<A>(u32x4_neon<A>(e(l, 0), e(l, 1), e(l + 1, 0), e(l + 1, 1)),
+                                                   u64x2_neon<A>(st[x[b].signs[4 * ib + l]], st[x[b].signs[4 * ib + l + 1]]),
+                                                   y[b].qs + 32 * ib + 16 * h);
+            }
+            sc[2 * ib] = sc[2 * ib + 1] = 2 * ((x[b].scales[ib / 2] >> (4 * (ib % 2))) & 15) + 1;
+        }
+        sum += h2f<A>(x[b].d) * y[b].d * static_cast<float>(scaled_sum16_neon<A>(p, sc));
+    }
+    return sum;
+}
+// iq1: grid values -1, 0, 1 as bytes, their dot with y direct; the delta term from the
+// sums of y (q8_K's bsums per 16 for iq1_s, a +-1 byte vector per 8 for iq1_m).
+template <class A>
+float vdot(std::int64_t n, const q::block_iq1_s* x, const q::block_q8_K* y, simd::requires_arch<simd::neon>) {
+    float sum = 0.0f;
+    for (std::int64_t b = 0; b < n / q::qk_k; ++b) {
+        int32x4_t p[16];
+        std::int32_t sc[16];
+        int sumi1 = 0;
+        for (int ib = 0; ib < 8; ++ib) {
+            const std::uint16_t qh = x[b].qh[ib];
+            const auto e = [&](int l) { return q::iq1s_grid[x[b].qs[4 * ib + l] | (((qh >> (3 * l)) & 7) << 8)]; };
+            const std::int8_t* q8 = y[b].qs + 32 * ib;
+            p[2 * ib] = dot_s8<A>(vdupq_n_s32(0), u64x2_neon<A>(e(0), e(1)), vld1q_s8(q8));
+            p[2 * ib + 1] = dot_s8<A>(vdupq_n_s32(0), u64x2_neon<A>(e(2), e(3)), vld1q_s8(q8 + 16));
+            const int ls = 2 * ((qh >> 12) & 7) + 1;
+            sc[2 * ib] = sc[2 * ib + 1] = ls;
+            sumi1 += ls * (qh & 0x8000 ? -1 : 1) * (y[b].bsums[2 * ib] + y[b].bsums[2 * ib + 1]);
+        }
+        const float t = static_cast<float>(scaled_sum16_neon<A>(p, sc)) +
+                        q::detail::rounded(q::detail::iq1_delta * static_cast<float>(sumi1));
+        sum += h2f<A>(x[b].d) * y[b].d * t;
+    }
+    return sum;
+}
+template <class A>
+float vdot(std::int64_t n, const q::block_iq1_m* x, const q::block_q8_K* y, simd::requires_arch<simd::neon>) {
+    constexpr std::uint64_t plus = 0x0101010101010101ull, minus = ~0ull;
+    float sum = 0.0f;
+    for (std::int64_t b = 0; b < n / q::qk_k; ++b) {
+        int32x4_t p1[16], p2[16];
+        std::int32_t sc[16];
+        for (int ib = 0; ib < 8; ++ib)
+            for (int h = 0; h < 2; ++h) {
+                const int l = 2 * h;
+                const auto dl = [&](int k) { return q::detail::iq1m_negative(x[b], ib, k) ? minus : plus; };
+                const int8x16_t yv = vld1q_s8(y[b].qs + 32 * ib + 16 * h);
+                p1[2 * ib + h] = dot_s8<A>(vdupq_n_s32(0),
+                                           u64x2_neon<A>(q::detail::iq1m_entry(x[b], ib, l), q::detail::iq1m_entry(x[b], ib, l + 1)), yv);
+                p2[2 * ib + h] = dot_s8<A>(vdupq_n_s32(0), u64x2_neon<A>(dl(l), dl(l + 1)), yv);
+                sc[2 * ib + h] = q::detail::iq1m_ls(x[b], ib, h);
+            }
+        const float t = static_cast<float>(scaled_sum16_neon<A>(p1, sc)) +
+                        q::detail::rounded(q::detail::iq1_delta * static_cast<float>(scaled_sum16_neon<A>(p2, sc)));
+        sum += h2f<A>(q::detail::iq1m_scale(x[b])) * y[b].d * t;
     }
     return sum;
 }
