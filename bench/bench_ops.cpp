@@ -103,7 +103,10 @@ void bm_flash_attn(benchmark::State& st) {
         4.0 * static_cast<double>(nq) * KV * D * H);  // two products of 2 * KV * D per query and head
 }
 
-// 1000 tiny adds in a chain: the time per node is the executor's overhead.
+// 1000 tiny adds in a chain: the time per node is the executor's overhead. solo = 1: the
+// executor's default (light nodes below its solo cost run on thread 0 without barriers);
+// solo = 0: every node split over the threads, a barrier after each (the cost of one
+// barrier at 2 threads is then about us_per_node).
 void bm_graph_overhead(benchmark::State& st) {
     context ctx;
     any_tensor x(ctx.new_tensor(type_id::f32, {16, 1, 1, 1}));
@@ -115,9 +118,11 @@ void bm_graph_overhead(benchmark::State& st) {
     cgraph g;
     g.build_forward_expand(t);
     backend::cpu::executor ex(static_cast<int>(st.range(0)));
+    if (st.range(1) == 0) ex.set_solo_cost(0);
     ex.compute(g);
     for (auto _ : st) ex.compute(g);
     st.counters["us_per_node"] = benchmark::Counter(1e-3, benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+    st.counters["barriers"] = static_cast<double>(ex.last_barriers());
 }
 
 void threads(benchmark::internal::Benchmark* b) { b->ArgName("threads")->Arg(1)->Arg(2)->UseRealTime()->Unit(benchmark::kMicrosecond); }
@@ -134,5 +139,5 @@ BENCHMARK(bm_swiglu)->Apply(threads);
 BENCHMARK(bm_rope)->ArgsProduct({{1, 2}, {rope_mode_normal, rope_mode_neox}})->ArgNames({"threads", "mode"})->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(bm_soft_max)->Apply(threads_q);
 BENCHMARK(bm_flash_attn)->Apply(threads_q);
-BENCHMARK(bm_graph_overhead)->Apply(threads);
+BENCHMARK(bm_graph_overhead)->ArgsProduct({{1, 2}, {1, 0}})->ArgNames({"threads", "solo"})->UseRealTime()->Unit(benchmark::kMicrosecond);
 }  // namespace

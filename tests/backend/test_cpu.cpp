@@ -159,3 +159,57 @@ TEST_CASE("cpu backend: unsupported ops and missing memory are refused before co
     g2.build_forward_expand(z);
     CHECK_THROWS_WITH_AS(cpu_init(1).graph_compute(g2), doctest::Contains("has no memory"), tessera::error);
 }
+
+// Light nodes below the executor's solo cost run on thread 0 alone, without barriers
+// between them; the results equal one thread's and the split-everything run's, bit for
+// bit, and an abort anywhere (inside a run of solo nodes too) stops without a hang.
+TEST_CASE("cpu executor: solo nodes") {
+    graph::context ctx;
+    any_tensor big(ctx.new_tensor(type_id::f32, {512, 64, 1, 1}));    // 32768 elements: split
+    any_tensor small(ctx.new_tensor(type_id::f32, {512, 1, 1, 1}));   // 512: solo
+    any_tensor tiny(ctx.new_tensor(type_id::f32, {1, 64, 1, 1}));     // 64: solo
+    const auto vb = blocktest::pseudo_random(512 * 64, 3), vs = blocktest::pseudo_random(512, 5), vt = blocktest::pseudo_random(64, 7);
+    std::memcpy(big.get()->data, vb.data(), vb.size() * 4);
+    std::memcpy(small.get()->data, vs.data(), vs.size() * 4);
+    std::memcpy(tiny.get()->data, vt.data(), vt.size() * 4);
+    any_tensor s = small;
+    for (int i = 0; i < 6; ++i) s = graph::silu(graph::add(graph::scale(s, 0.5f), small));  // a run of solo nodes
+    any_tensor b = graph::rms_norm(graph::mul(big, s), 1e-6f);                            // split (broadcast row)
+    any_tensor r = graph::sum_rows(b);                                                     // split: reads 32768
+    for (int i = 0; i < 4; ++i) r = graph::add(graph::mul(r, tiny), tiny);                // solo again
+    any_tensor out = graph::soft_max_ext(graph::add(b, r), any_tensor{}, 1.0f);            // split
+    graph::cgraph g;
+    g.build_forward_expand(out);
+    std::size_t computed = 0;
+    for (const auto* n : g.nodes()) computed += !cpu::is_noop(n->op);
+
+    const auto result = [&](cpu::executor& ex) {
+        ex.compute(g);
+        return tensor_to_f32(*out.get());
+    };
+    cpu::executor one(1), two(2), split(2);
+    split.set_solo_cost(0);
+    const auto r1 = result(one), r2 = result(two), rs = result(split);
+    REQUIRE(r1.size() == 512 * 64);
+    CHECK(std::memcmp(r1.data(), r2.data(), r1.size() * 4) == 0);
+    CHECK(std::memcmp(r1.data(), rs.data(), r1.size() * 4) == 0);
+    CHECK(one.last_barriers() == 0);
+    CHECK(split.last_barriers() == computed - 1);
+    CHECK(two.solo(*s.get()));
+    CHECK_FALSE(two.solo(*b.get()));
+    CHECK_FALSE(one.solo(*s.get()));
+    // barriers only around the split nodes (four of them, each with at most two)
+    CHECK(two.last_barriers() <= 8);
+    CHECK(two.last_barriers() >= 4);
+
+    // an abort after any node: the polls stop there and every thread leaves
+    for (std::size_t k = 1; k < computed; ++k)
+        for (int rep = 0; rep < 20; ++rep) {
+            std::size_t polls = 0;
+            two.set_abort_callback([&] { return ++polls >= k; });
+            CHECK_THROWS_WITH_AS(two.compute(g), doctest::Contains("aborted"), tessera::error);
+            CHECK(polls == k);
+        }
+    two.set_abort_callback({});
+    CHECK(std::memcmp(result(two).data(), r1.data(), r1.size() * 4) == 0);
+}

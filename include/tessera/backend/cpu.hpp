@@ -64,6 +64,15 @@ namespace backend::cpu {
 // computing its share, with a barrier between nodes. Thread 0 polls the abort callback
 // after each node; when it says stop, every thread leaves at the next barrier and run
 // throws tessera::error(errc::aborted) naming how far it got.
+//
+// Solo nodes: an element-wise or row-wise node whose elements (its own and its sources')
+// number at most solo_cost() runs on thread 0 alone, whole (nth = 1): at two threads a
+// barrier costs about as much as computing 4096 elements of such an op. Consecutive solo
+// nodes need no barrier between them (thread 0 computes them in order); a barrier stands
+// only where a node computed by several threads meets another node. The decision is made
+// once per run from the nodes, so every thread calls the same barriers. solo_cost 0 splits
+// every node over all threads, as before (the op tests use it to keep the split paths
+// covered at two threads).
 
 struct compute_plan {
     std::size_t per_thread = 0;  // scratch bytes per thread
@@ -86,6 +95,14 @@ public:
     void set_abort_callback(std::function<bool()> cb) { abort_ = std::move(cb); }
     // Bytes of the work buffer now held (grown by run, never shrunk).
     std::size_t work_size() const noexcept { return work_cap_; }
+    // Largest cost (elements of the node and its sources) a light node runs alone at.
+    static constexpr std::int64_t default_solo_cost = 4096;
+    std::int64_t solo_cost() const noexcept { return solo_cost_; }
+    void set_solo_cost(std::int64_t elements) noexcept { solo_cost_ = elements < 0 ? 0 : elements; }
+    // Whether run() computes n on thread 0 alone (with more than one thread).
+    bool solo(const node& n) const noexcept { return pool_.size() > 1 && light(n) && cost(n) <= solo_cost_; }
+    // Barriers the last run() placed between nodes (for the benchmarks and tests).
+    std::size_t last_barriers() const noexcept { return last_barriers_; }
 
     compute_plan plan(std::span<node* const> nodes, const tensor_check& check = {}) const {
         compute_plan p;
@@ -124,6 +141,23 @@ public:
             while (i < cur && !stop_at.compare_exchange_weak(cur, i, std::memory_order_relaxed)) {
             }
         };
+        // Per node: 1 = solo, 2 = a barrier after it (before the next computed node), so
+        // that every thread meets the same barriers. The vector keeps its capacity.
+        constexpr std::uint8_t is_solo = 1, sync_after = 2;
+        flags_.assign(nodes.size(), 0);
+        std::size_t prev = SIZE_MAX, barriers = 0;
+        for (std::size_t i = 0; i < nodes.size(); ++i) {
+            if (is_noop(nodes[i]->op)) continue;
+            if (solo(*nodes[i])) flags_[i] = is_solo;
+            if (prev != SIZE_MAX && (!(flags_[prev] & is_solo) || !(flags_[i] & is_solo))) {
+                flags_[prev] |= sync_after;
+                ++barriers;
+            }
+            prev = i;
+        }
+        if (pool_.size() == 1) barriers = 0;
+        last_barriers_ = barriers;
+        const std::uint8_t* flags = flags_.data();
         std::byte* work = work_.get();
         std::mutex err_mu;
         std::exception_ptr err;
@@ -136,19 +170,29 @@ public:
             ep.scratch = work + p.shared + p.per_thread * static_cast<std::size_t>(ith);
             ep.barrier_fn = [](void* c) { static_cast<thread_pool*>(c)->barrier(); };
             ep.barrier_ctx = &pool_;
+            exec_params alone = ep;  // a solo node: thread 0, the whole node, no barriers inside
+            alone.nth = 1;
+            alone.barrier_fn = nullptr;
             for (std::size_t i = 0; i < nodes.size(); ++i) {
                 const node& n = *nodes[i];
                 if (is_noop(n.op)) continue;
-                try {
-                    compute_node(n, ep);
-                } catch (...) {  // never leave the others waiting at the barrier
-                    std::lock_guard<std::mutex> lk(err_mu);
-                    if (!err) err = std::current_exception();
-                    request_stop(i);
+                const bool by_me = !(flags[i] & is_solo) || ith == 0;
+                // after a stop inside a run of solo nodes thread 0 computes nothing more and
+                // goes on to the next barrier, where the others wait
+                if (by_me && stop_at.load(std::memory_order_relaxed) == never) {
+                    try {
+                        compute_node(n, flags[i] & is_solo ? alone : ep);
+                    } catch (...) {  // never leave the others waiting at the barrier
+                        std::lock_guard<std::mutex> lk(err_mu);
+                        if (!err) err = std::current_exception();
+                        request_stop(i);
+                    }
+                    if (ith == 0 && abort_ && i + 1 < nodes.size() && abort_()) request_stop(i);
                 }
-                if (ith == 0 && abort_ && i + 1 < nodes.size() && abort_()) request_stop(i);
-                pool_.barrier();
-                if (stop_at.load(std::memory_order_relaxed) <= i) return;
+                if (flags[i] & sync_after) {
+                    pool_.barrier();
+                    if (stop_at.load(std::memory_order_relaxed) <= i) return;
+                }
             }
         });
         if (err) std::rethrow_exception(err);
@@ -164,6 +208,31 @@ public:
     void compute(const graph::cgraph& g) { compute(std::span<node* const>(g.nodes())); }
 
 private:
+    // Ops whose work is proportional to the elements they read and write (the rest, matrix
+    // products, convolutions, attention, scans, custom callbacks, always split).
+    static bool light(const node& n) noexcept {
+        switch (n.op) {
+            case op_kind::dup: case op_kind::add: case op_kind::add1: case op_kind::sub: case op_kind::mul:
+            case op_kind::div: case op_kind::sqr: case op_kind::sqrt: case op_kind::log: case op_kind::sin:
+            case op_kind::cos: case op_kind::scale: case op_kind::cpy: case op_kind::cont: case op_kind::norm:
+            case op_kind::rms_norm: case op_kind::l2_norm: case op_kind::get_rows: case op_kind::set_rows:
+            case op_kind::soft_max: case op_kind::rope: case op_kind::clamp: case op_kind::leaky_relu:
+            case op_kind::unary: case op_kind::glu: case op_kind::diag_mask_inf: case op_kind::diag_mask_zero:
+            case op_kind::fill: case op_kind::arange: case op_kind::sum_rows: case op_kind::mean:
+            case op_kind::repeat: case op_kind::concat: case op_kind::pad:
+                return true;
+            default:
+                return false;
+        }
+    }
+    // Elements the node writes and reads (get_rows reads its rows, not the whole table).
+    static std::int64_t cost(const node& n) noexcept {
+        std::int64_t c = n.lay.nelements();
+        for (std::size_t k = 0; k < n.src.size(); ++k)
+            if (n.src[k] && !(n.op == op_kind::get_rows && k == 0)) c += n.src[k]->lay.nelements();
+        return c;
+    }
+
     void reserve(std::size_t bytes) {
         if (bytes <= work_cap_ && work_) return;
         const std::size_t cap = std::max<std::size_t>(bytes, 64);
@@ -178,6 +247,9 @@ private:
     std::function<bool()> abort_;
     std::unique_ptr<std::byte, del> work_;
     std::size_t work_cap_ = 0;
+    std::int64_t solo_cost_ = default_solo_cost;
+    std::vector<std::uint8_t> flags_;
+    std::size_t last_barriers_ = 0;
 };
 
 // Computes g with a one-off executor of n threads (convenience for tensors in host
