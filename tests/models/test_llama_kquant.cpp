@@ -19,6 +19,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <optional>
@@ -34,6 +35,15 @@
 using namespace tessera;
 
 namespace {
+// Under emulation (TESSERA_TEST_EMULATED=1: .ci/run's qemu-aarch64 runs, where the full
+// test took 7 minutes) every file still runs, the models-kquant files on their first
+// prompt only, and the double evaluation is made only where a criterion needs it (a
+// quantized file not within 2e-3 of llama.cpp, or one held to the evaluation itself).
+bool emulated() {
+    const char* e = std::getenv("TESSERA_TEST_EMULATED");
+    return e && std::string(e) == "1";
+}
+
 double max_rel(const std::vector<float>& a, const std::vector<double>& b, double scale) {
     double e = 0;
     for (std::size_t i = 0; i < a.size(); ++i) e = std::max(e, std::fabs(a[i] - b[i]));
@@ -75,7 +85,7 @@ std::vector<golden_file> read_goldens(const std::string& jsonl, const std::strin
 // of the double evaluation without flash attention: the kernels compute the definition.
 // Returns the largest difference from llama.cpp.
 double check_files(const std::vector<golden_file>& files, const std::string& dir, double slack,
-                   const std::vector<std::string>& exact = {}) {
+                   const std::vector<std::string>& exact = {}, std::size_t max_cases = 0) {
     double worst_all = 0;
     for (const golden_file& gf : files) {
         const std::string& file = gf.name;
@@ -91,7 +101,10 @@ double check_files(const std::vector<golden_file>& files, const std::string& dir
         const bool quantized = file.find("-f32.gguf") == std::string::npos && file.find("-f16.gguf") == std::string::npos;
         double vs_llama = 0, mine_vs_dref = 0, plain_vs_dref = 0, llama_vs_dref = 0;
         std::size_t greedy_same = 0, greedy_total = 0;
+        const bool held_exact = std::find(exact.begin(), exact.end(), file) != exact.end();
+        bool dref_made = false;
         for (const auto& gc : gf.cases) {
+            if (max_cases && static_cast<std::size_t>(&gc - gf.cases.data()) >= max_cases) break;
             m.reset();
             plain.reset();
             const std::vector<std::int32_t> toks(gc.prompt_ids.begin(), gc.prompt_ids.end());
@@ -100,19 +113,22 @@ double check_files(const std::vector<golden_file>& files, const std::string& dir
             double scale = 0;
             for (double v : gc.first_logits) scale = std::max(scale, std::fabs(v));
             vs_llama = std::max(vs_llama, max_rel(logits, gc.first_logits, scale));
-            const std::vector<double> dr = llama_dref::first_logits(path, gc.prompt_ids);
-            REQUIRE(dr.size() == logits.size());
-            mine_vs_dref = std::max(mine_vs_dref, max_rel(logits, dr, scale));
-            plain_vs_dref = std::max(plain_vs_dref, max_rel(logits_plain, dr, scale));
-            const std::vector<float> ll(gc.first_logits.begin(), gc.first_logits.end());
-            llama_vs_dref = std::max(llama_vs_dref, max_rel(ll, dr, scale));
+            if (!emulated() || held_exact || (quantized && vs_llama >= 2e-3)) {
+                const std::vector<double> dr = llama_dref::first_logits(path, gc.prompt_ids);
+                REQUIRE(dr.size() == logits.size());
+                dref_made = true;
+                mine_vs_dref = std::max(mine_vs_dref, max_rel(logits, dr, scale));
+                plain_vs_dref = std::max(plain_vs_dref, max_rel(logits_plain, dr, scale));
+                const std::vector<float> ll(gc.first_logits.begin(), gc.first_logits.end());
+                llama_vs_dref = std::max(llama_vs_dref, max_rel(ll, dr, scale));
+            }
             greedy_same += model_test::greedy_prefix(m, gc);
             greedy_total += gc.greedy_ids.size();
         }
         const bool close = vs_llama < 2e-3;
-        MESSAGE(file << ": first logits within " << vs_llama << " of llama.cpp's; from the double evaluation: tessera "
-                     << mine_vs_dref << " (without flash attention " << plain_vs_dref << "), llama.cpp " << llama_vs_dref
-                     << "; greedy " << greedy_same << " of " << greedy_total << " tokens as llama.cpp"
+        MESSAGE(file << ": first logits within " << vs_llama << " of llama.cpp's; from the double evaluation: "
+                     << std::string(dref_made ? "" : "(not made) ") << "tessera " << mine_vs_dref << " (without flash attention "
+                     << plain_vs_dref << "), llama.cpp " << llama_vs_dref << "; greedy " << greedy_same << " of " << greedy_total << " tokens as llama.cpp"
                      << std::string(!quantized ? ""
                                     : close    ? "; criterion: within 2e-3 of llama.cpp"
                                                : "; criterion: near llama.cpp's distance from the double evaluation"));
@@ -122,7 +138,7 @@ double check_files(const std::vector<golden_file>& files, const std::string& dir
             CHECK(plain_vs_dref <= slack * llama_vs_dref);
             CHECK(vs_llama < 0.05);
         }
-        if (std::find(exact.begin(), exact.end(), file) != exact.end()) CHECK(plain_vs_dref < 1e-4);
+        if (held_exact) CHECK(plain_vs_dref < 1e-4);
         worst_all = std::max(worst_all, vs_llama);
     }
     return worst_all;
@@ -136,7 +152,8 @@ DATA_TEST_CASE("models-kquant: every llama.cpp file runs; first logits against l
     // measured (this machine, AVX-512): without flash attention 7 of the 20 quantized
     // files within 3e-7 of the double evaluation, the others 0.9-3.0 %; the largest ratio
     // to llama.cpp's distance 1.29 (IQ2_XXS)
-    const double worst = check_files(files, "models-kquant/", 1.35);
+    // (under emulation the first of the two prompts: the stories260K files below keep all three)
+    const double worst = check_files(files, "models-kquant/", 1.35, {}, emulated() ? 1 : 0);
     MESSAGE("largest difference from llama.cpp over all files: " << worst);
 }
 
