@@ -24,8 +24,8 @@ inline node* soft_max(node* a, node* mask, float scale, float max_bias, bool inp
         if (mask->lay.type != type_id::f32 && mask->lay.type != type_id::f16)
             op_fail("soft_max", errc::unsupported, "mask " + desc(mask) + " must be f32 or f16");
         check_rows_contiguous("soft_max", mask, "mask");
-        if (mask->lay.ne[0] != a->lay.ne[0] || mask->lay.ne[1] < a->lay.ne[1] || a->lay.ne[2] % mask->lay.ne[2] != 0 ||
-            a->lay.ne[3] % mask->lay.ne[3] != 0)
+        if (mask->lay.ne[0] != a->lay.ne[0] || mask->lay.ne[1] < a->lay.ne[1] || !divisible(a->lay.ne[2], mask->lay.ne[2]) ||
+            !divisible(a->lay.ne[3], mask->lay.ne[3]))
             op_fail("soft_max", errc::shape_mismatch, "mask " + desc(mask) + " does not fit a " + desc(a) +
                                                           " (needs [a.ne0, >= a.ne1, divisor of a.ne2, divisor of a.ne3])");
     }
@@ -91,13 +91,13 @@ inline node* flash_attn_ext(node* q, node* k, node* v, node* mask, const flash_a
     if (lk.ne[0] != lq.ne[0]) op_fail("flash_attn_ext", errc::shape_mismatch, "q " + desc(q) + " and k " + desc(k) + " differ in head size");
     if (lk.ne[1] != lv.ne[1] || lk.ne[2] != lv.ne[2] || lk.ne[3] != lv.ne[3])
         op_fail("flash_attn_ext", errc::shape_mismatch, "k " + desc(k) + " and v " + desc(v) + " differ in kv length or heads");
-    if (lq.ne[2] % lk.ne[2] != 0 || lq.ne[3] % lk.ne[3] != 0)
+    if (!divisible(lq.ne[2], lk.ne[2]) || !divisible(lq.ne[3], lk.ne[3]))
         op_fail("flash_attn_ext", errc::shape_mismatch, "q heads " + desc(q) + " are not a multiple of kv heads " + desc(k));
     if (mask) {
         if (mask->lay.type != type_id::f16 && mask->lay.type != type_id::f32)
             op_fail("flash_attn_ext", errc::unsupported, "mask " + desc(mask) + " must be f16 (or f32)");
-        if (mask->lay.ne[0] != lk.ne[1] || mask->lay.ne[1] < lq.ne[1] || lq.ne[2] % mask->lay.ne[2] != 0 ||
-            lq.ne[3] % mask->lay.ne[3] != 0)
+        if (mask->lay.ne[0] != lk.ne[1] || mask->lay.ne[1] < lq.ne[1] || !divisible(lq.ne[2], mask->lay.ne[2]) ||
+            !divisible(lq.ne[3], mask->lay.ne[3]))
             op_fail("flash_attn_ext", errc::shape_mismatch, "mask " + desc(mask) + " must be [n_kv, >= n_q, divisor of heads, divisor of ne3]");
     }
     if (p.max_bias > 0.0f && !mask) op_fail("flash_attn_ext", errc::invalid_argument, "ALiBi (max_bias > 0) needs a mask");

@@ -47,6 +47,9 @@ constexpr int max_rank(int a, int b) noexcept { return a > b ? a : b; }
 inline bool is_index_type(type_id t) noexcept { return t == type_id::i32 || t == type_id::i64; }
 
 inline std::string desc(const node* n) { return shape_string(n); }
+// n is a whole multiple of d (a broadcast's repeat count); false for d <= 0 (an empty dim
+// repeats into nothing, and n % 0 is undefined).
+constexpr bool divisible(std::int64_t n, std::int64_t d) noexcept { return d > 0 && n % d == 0; }
 
 // Throws "<op>: " followed by the parts (text and integers, as fail_cat takes them).
 template <class... Parts>

@@ -54,7 +54,7 @@ inline node* lightning_indexer(node* q, node* k, node* w, node* mask) {
     if (k->lay.ne[0] != D || k->lay.ne[1] != 1 || k->lay.ne[3] != S)
         op_fail(name, errc::shape_mismatch, "k " + desc(k) + " must be [D, 1, n_kv, S] for q " + desc(q) + " [D, H, n_q, S]");
     check_extents(name, w, "w", {H, n_q, 1, S});
-    if (mask->lay.ne[0] != n_kv || mask->lay.ne[1] < n_q || mask->lay.ne[2] != 1 || S % mask->lay.ne[3] != 0)
+    if (mask->lay.ne[0] != n_kv || mask->lay.ne[1] < n_q || mask->lay.ne[2] != 1 || !divisible(S, mask->lay.ne[3]))
         op_fail(name, errc::shape_mismatch, "mask " + desc(mask) + " must be [n_kv, >= n_q, 1, divisor of S] for q " + desc(q) + " and k " + desc(k));
     for (auto [n, which] : {std::pair<const node*, const char*>{q, "q"}, {k, "k"}, {w, "w"}, {mask, "mask"}}) check_rows_contiguous(name, n, which);
     return make(*q->ctx, type_id::f32, {n_kv, n_q, 1, S}, op_kind::lightning_indexer, {}, {q, k, w, mask});

@@ -22,7 +22,7 @@ inline node* mul_mat(node* a, node* b, precision prec) {
     const layout& lb = b->lay;
     if (la.ne[0] != lb.ne[0])
         op_fail("mul_mat", errc::shape_mismatch, "a ", desc(a), " and b ", desc(b), " differ in K (dim 0)");
-    if (lb.ne[2] % la.ne[2] != 0 || lb.ne[3] % la.ne[3] != 0)
+    if (!divisible(lb.ne[2], la.ne[2]) || !divisible(lb.ne[3], la.ne[3]))
         op_fail("mul_mat", errc::shape_mismatch, "a ", desc(a), " cannot be broadcast over the batch dims of b ", desc(b));
     if (la.is_transposed())
         op_fail("mul_mat", errc::shape_mismatch, "a ", desc(a), " is transposed (nb0 > nb1); use cont first");
@@ -38,7 +38,7 @@ inline node* out_prod(node* a, node* b) {
     check_same_context("out_prod", a, b);
     if (a->lay.ne[1] != b->lay.ne[1])
         op_fail("out_prod", errc::shape_mismatch, "a ", desc(a), " and b ", desc(b), " differ in K (dim 1)");
-    if (b->lay.ne[2] % a->lay.ne[2] != 0 || b->lay.ne[3] % a->lay.ne[3] != 0)
+    if (!divisible(b->lay.ne[2], a->lay.ne[2]) || !divisible(b->lay.ne[3], a->lay.ne[3]))
         op_fail("out_prod", errc::shape_mismatch, "a ", desc(a), " cannot be broadcast over b ", desc(b));
     return make(*a->ctx, type_id::f32, {a->lay.ne[0], b->lay.ne[0], b->lay.ne[2], b->lay.ne[3]}, op_kind::out_prod, {}, {a, b});
 }

@@ -150,7 +150,7 @@ inline node* gated_delta_net(node* q, node* k, node* v, node* g, node* beta, nod
     const std::int64_t Hk = q->lay.ne[1];
     if (q->lay.ne[0] != S || q->lay.ne[2] != T || Hk <= 0 || Hv % Hk != 0 || q->lay.ne[3] <= 0 || n_s % q->lay.ne[3] != 0)
         op_fail(name, errc::shape_mismatch, "q " + desc(q) + " must be [S, Hk, T, nq] with Hk dividing Hv and nq dividing n_s, for v " + desc(v));
-    if (k->lay.ne[0] != S || k->lay.ne[1] != Hk || k->lay.ne[2] != T || n_s % k->lay.ne[3] != 0)
+    if (k->lay.ne[0] != S || k->lay.ne[1] != Hk || k->lay.ne[2] != T || !divisible(n_s, k->lay.ne[3]))
         op_fail(name, errc::shape_mismatch, "k " + desc(k) + " must have q's shape " + q->lay.to_string() + " (up to the sequence count)");
     if ((g->lay.ne[0] != 1 && g->lay.ne[0] != S) || g->lay.ne[1] != Hv || g->lay.ne[2] != T || g->lay.ne[3] != n_s)
         op_fail(name, errc::shape_mismatch, "g " + desc(g) + " must be [1 or S, Hv, T, n_s] for v " + desc(v));

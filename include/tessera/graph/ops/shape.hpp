@@ -89,8 +89,8 @@ inline node* set_rows(node* a, node* b, node* idx) {
     if (!is_index_type(idx->lay.type)) op_fail("set_rows", errc::unsupported, "indices " + desc(idx) + " must be i32 or i64");
     if (a->lay.ne[0] != b->lay.ne[0] || a->lay.ne[2] != b->lay.ne[2] || a->lay.ne[3] != b->lay.ne[3])
         op_fail("set_rows", errc::shape_mismatch, "b " + desc(b) + " rows must match destination " + desc(a) + " outside dim 1");
-    if (idx->lay.ne[0] != b->lay.ne[1] || idx->lay.ne[3] != 1 || b->lay.ne[2] % idx->lay.ne[1] != 0 ||
-        b->lay.ne[3] % idx->lay.ne[2] != 0)
+    if (idx->lay.ne[0] != b->lay.ne[1] || idx->lay.ne[3] != 1 || !divisible(b->lay.ne[2], idx->lay.ne[1]) ||
+        !divisible(b->lay.ne[3], idx->lay.ne[2]))
         op_fail("set_rows", errc::shape_mismatch, "indices " + desc(idx) + " must be [b.ne1, d2, d3] broadcast over b " + desc(b));
     return a->ctx->new_view(a, a->lay, 0, op_kind::set_rows, {}, {b, idx, a});
 }
