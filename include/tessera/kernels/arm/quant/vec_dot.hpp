@@ -600,106 +600,73 @@ TESSERA_ALWAYS_INLINE std::int32_t scaled_sum16_neon(const int32x4_t p[16], cons
         s = vmlaq_s32(s, whole4_neon<A>(p[4 * k], p[4 * k + 1], p[4 * k + 2], p[4 * k + 3]), vld1q_s32(sc + 4 * k));
     return vaddvq_s32(s);
 }
-template <class A>
-float vdot(std::int64_t n, const q::block_iq2_xxs* x, const q::block_q8_K* y, simd::requires_arch<simd::neon>) {
-    const auto& st = tables<A>::signs.code7;
+// The iq2 / iq3 bodies: per super-block, group(block, q8, ib, h, sc) gives the partial
+// sums of the 16 values of half h of 32-block ib against q8 and sets their odd scale sc;
+// then d_x d_y times the whole integer sum, added in the scalar body's order.
+template <class A, class B, class F>
+TESSERA_ALWAYS_INLINE float lattice_sum_neon(std::int64_t n, const B* x, const q::block_q8_K* y, F&& group) {
     float sum = 0.0f;
     for (std::int64_t b = 0; b < n / q::qk_k; ++b) {
         int32x4_t p[16];
         std::int32_t sc[16];
-        for (int ib = 0; ib < 8; ++ib) {
-            const auto* qb = reinterpret_cast<const std::uint8_t*>(x[b].qs + 4 * ib);
-            const std::uint32_t aux = q::detail::load_u32(qb + 4);
-            const std::int8_t* q8 = y[b].qs + 32 * ib;
-            p[2 * ib] = grid_dot16_neon<A>(u64x2_neon<A>(q::iq2xxs_grid[qb[0]], q::iq2xxs_grid[qb[1]]),
-                                           u64x2_neon<A>(st[aux & 127], st[(aux >> 7) & 127]), q8);
-            p[2 * ib + 1] = grid_dot16_neon<A>(u64x2_neon<A>(q::iq2xxs_grid[qb[2]], q::iq2xxs_grid[qb[3]]),
-                                               u64x2_neon<A>(st[(aux >> 14) & 127], st[(aux >> 21) & 127]), q8 + 16);
-            sc[2 * ib] = sc[2 * ib + 1] = static_cast<std::int32_t>(2 * (aux >> 28) + 1);
-        }
+        for (int g = 0; g < 16; ++g) p[g] = group(x[b], y[b].qs + 16 * g, g / 2, g % 2, sc[g]);
         sum += h2f<A>(x[b].d) * y[b].d * static_cast<float>(scaled_sum16_neon<A>(p, sc));
     }
-    return 0.125f * sum;
+    return sum;
+}
+template <class A>
+float vdot(std::int64_t n, const q::block_iq2_xxs* x, const q::block_q8_K* y, simd::requires_arch<simd::neon>) {
+    const auto& st = tables<A>::signs.code7;
+    return 0.125f * lattice_sum_neon<A>(n, x, y, [&](const q::block_iq2_xxs& xb, const std::int8_t* q8, int ib, int h, std::int32_t& sc) {
+        const auto* qb = reinterpret_cast<const std::uint8_t*>(xb.qs + 4 * ib);
+        const std::uint32_t aux = q::detail::load_u32(qb + 4);
+        sc = static_cast<std::int32_t>(2 * (aux >> 28) + 1);
+        return grid_dot16_neon<A>(u64x2_neon<A>(q::iq2xxs_grid[qb[2 * h]], q::iq2xxs_grid[qb[2 * h + 1]]),
+                                  u64x2_neon<A>(st[(aux >> (14 * h)) & 127], st[(aux >> (14 * h + 7)) & 127]), q8);
+    });
 }
 template <class A>
 float vdot(std::int64_t n, const q::block_iq2_xs* x, const q::block_q8_K* y, simd::requires_arch<simd::neon>) {
     const auto& st = tables<A>::signs.code7;
-    float sum = 0.0f;
-    for (std::int64_t b = 0; b < n / q::qk_k; ++b) {
-        int32x4_t p[16];
-        std::int32_t sc[16];
-        for (int ib = 0; ib < 8; ++ib)
-            for (int h = 0; h < 2; ++h) {
-                const std::uint16_t* qb = x[b].qs + 4 * ib + 2 * h;
-                p[2 * ib + h] = grid_dot16_neon<A>(u64x2_neon<A>(q::iq2xs_grid[qb[0] & 511], q::iq2xs_grid[qb[1] & 511]),
-                                                   u64x2_neon<A>(st[qb[0] >> 9], st[qb[1] >> 9]), y[b].qs + 32 * ib + 16 * h);
-                sc[2 * ib + h] = 2 * ((x[b].scales[ib] >> (4 * h)) & 15) + 1;
-            }
-        sum += h2f<A>(x[b].d) * y[b].d * static_cast<float>(scaled_sum16_neon<A>(p, sc));
-    }
-    return 0.125f * sum;
+    return 0.125f * lattice_sum_neon<A>(n, x, y, [&](const q::block_iq2_xs& xb, const std::int8_t* q8, int ib, int h, std::int32_t& sc) {
+        const std::uint16_t* qb = xb.qs + 4 * ib + 2 * h;
+        sc = 2 * ((xb.scales[ib] >> (4 * h)) & 15) + 1;
+        return grid_dot16_neon<A>(u64x2_neon<A>(q::iq2xs_grid[qb[0] & 511], q::iq2xs_grid[qb[1] & 511]),
+                                  u64x2_neon<A>(st[qb[0] >> 9], st[qb[1] >> 9]), q8);
+    });
 }
 template <class A>
 float vdot(std::int64_t n, const q::block_iq2_s* x, const q::block_q8_K* y, simd::requires_arch<simd::neon>) {
     const auto& st = tables<A>::signs.byte;
-    float sum = 0.0f;
-    for (std::int64_t b = 0; b < n / q::qk_k; ++b) {
-        const std::uint8_t* signs = x[b].qs + q::qk_k / 8;
-        int32x4_t p[16];
-        std::int32_t sc[16];
-        for (int ib = 0; ib < 8; ++ib)
-            for (int h = 0; h < 2; ++h) {
-                const int l = 2 * h;
-                p[2 * ib + h] = grid_dot16_neon<A>(
-                    u64x2_neon<A>(q::detail::iq2s_entry(x[b], ib, l), q::detail::iq2s_entry(x[b], ib, l + 1)),
-                    u64x2_neon<A>(st[signs[4 * ib + l]], st[signs[4 * ib + l + 1]]), y[b].qs + 32 * ib + 16 * h);
-                sc[2 * ib + h] = 2 * ((x[b].scales[ib] >> (4 * h)) & 15) + 1;
-            }
-        sum += h2f<A>(x[b].d) * y[b].d * static_cast<float>(scaled_sum16_neon<A>(p, sc));
-    }
-    return 0.125f * sum;
+    return 0.125f * lattice_sum_neon<A>(n, x, y, [&](const q::block_iq2_s& xb, const std::int8_t* q8, int ib, int h, std::int32_t& sc) {
+        const std::uint8_t* signs = xb.qs + q::qk_k / 8 + 4 * ib;
+        const int l = 2 * h;
+        sc = 2 * ((xb.scales[ib] >> (4 * h)) & 15) + 1;
+        return grid_dot16_neon<A>(u64x2_neon<A>(q::detail::iq2s_entry(xb, ib, l), q::detail::iq2s_entry(xb, ib, l + 1)),
+                                  u64x2_neon<A>(st[signs[l]], st[signs[l + 1]]), q8);
+    });
 }
 template <class A>
 float vdot(std::int64_t n, const q::block_iq3_xxs* x, const q::block_q8_K* y, simd::requires_arch<simd::neon>) {
     const auto& st = tables<A>::signs.code7;
-    float sum = 0.0f;
-    for (std::int64_t b = 0; b < n / q::qk_k; ++b) {
-        int32x4_t p[16];
-        std::int32_t sc[16];
-        for (int ib = 0; ib < 8; ++ib) {
-            const std::uint8_t* qs = x[b].qs + 8 * ib;
-            const std::uint32_t aux = q::detail::load_u32(x[b].qs + q::qk_k / 4 + 4 * ib);
-            const auto e = [&](int k) { return q::iq3xxs_grid[qs[k]]; };
-            for (int h = 0; h < 2; ++h)
-                p[2 * ib + h] = grid_dot16_neon<A>(u32x4_neon<A>(e(4 * h), e(4 * h + 1), e(4 * h + 2), e(4 * h + 3)),
-                                                   u64x2_neon<A>(st[(aux >> (14 * h)) & 127], st[(aux >> (14 * h + 7)) & 127]),
-                                                   y[b].qs + 32 * ib + 16 * h);
-            sc[2 * ib] = sc[2 * ib + 1] = static_cast<std::int32_t>(2 * (aux >> 28) + 1);
-        }
-        sum += h2f<A>(x[b].d) * y[b].d * static_cast<float>(scaled_sum16_neon<A>(p, sc));
-    }
-    return 0.25f * sum;
+    return 0.25f * lattice_sum_neon<A>(n, x, y, [&](const q::block_iq3_xxs& xb, const std::int8_t* q8, int ib, int h, std::int32_t& sc) {
+        const std::uint8_t* qs = xb.qs + 8 * ib + 4 * h;
+        const std::uint32_t aux = q::detail::load_u32(xb.qs + q::qk_k / 4 + 4 * ib);
+        sc = static_cast<std::int32_t>(2 * (aux >> 28) + 1);
+        return grid_dot16_neon<A>(u32x4_neon<A>(q::iq3xxs_grid[qs[0]], q::iq3xxs_grid[qs[1]], q::iq3xxs_grid[qs[2]], q::iq3xxs_grid[qs[3]]),
+                                  u64x2_neon<A>(st[(aux >> (14 * h)) & 127], st[(aux >> (14 * h + 7)) & 127]), q8);
+    });
 }
 template <class A>
 float vdot(std::int64_t n, const q::block_iq3_s* x, const q::block_q8_K* y, simd::requires_arch<simd::neon>) {
     const auto& st = tables<A>::signs.byte;
-    float sum = 0.0f;
-    for (std::int64_t b = 0; b < n / q::qk_k; ++b) {
-        int32x4_t p[16];
-        std::int32_t sc[16];
-        for (int ib = 0; ib < 8; ++ib) {
-            const auto e = [&](int l, int half) { return q::detail::iq3s_entry(x[b], ib, l, half); };
-            for (int h = 0; h < 2; ++h) {
-                const int l = 2 * h;
-                p[2 * ib + h] = grid_dot16_neon<A>(u32x4_neon<A>(e(l, 0), e(l, 1), e(l + 1, 0), e(l + 1, 1)),
-                                                   u64x2_neon<A>(st[x[b].signs[4 * ib + l]], st[x[b].signs[4 * ib + l + 1]]),
-                                                   y[b].qs + 32 * ib + 16 * h);
-            }
-            sc[2 * ib] = sc[2 * ib + 1] = 2 * ((x[b].scales[ib / 2] >> (4 * (ib % 2))) & 15) + 1;
-        }
-        sum += h2f<A>(x[b].d) * y[b].d * static_cast<float>(scaled_sum16_neon<A>(p, sc));
-    }
-    return sum;
+    return lattice_sum_neon<A>(n, x, y, [&](const q::block_iq3_s& xb, const std::int8_t* q8, int ib, int h, std::int32_t& sc) {
+        const auto e = [&](int l, int half) { return q::detail::iq3s_entry(xb, ib, l, half); };
+        const int l = 2 * h;
+        sc = 2 * ((xb.scales[ib / 2] >> (4 * (ib % 2))) & 15) + 1;
+        return grid_dot16_neon<A>(u32x4_neon<A>(e(l, 0), e(l, 1), e(l + 1, 0), e(l + 1, 1)),
+                                  u64x2_neon<A>(st[xb.signs[4 * ib + l]], st[xb.signs[4 * ib + l + 1]]), q8);
+    });
 }
 // iq1: grid values -1, 0, 1 as bytes, their dot with y direct; the delta term from the
 // sums of y (q8_K's bsums per 16 for iq1_s, a +-1 byte vector per 8 for iq1_m).
