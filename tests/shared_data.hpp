@@ -82,5 +82,14 @@ inline std::string need(std::string_view rel) {
 
 }  // namespace test_data
 
+namespace test_env {
+// TESSERA_TEST_EMULATED=1: the tests run under emulation (.ci/run's qemu-aarch64 runs);
+// the slowest ones check less of what repeats there (each says what it leaves out).
+inline bool emulated() {
+    const char* e = std::getenv("TESSERA_TEST_EMULATED");
+    return e && std::string_view(e) == "1";
+}
+}  // namespace test_env
+
 #define DATA_TEST_CASE(name, ...) \
     TEST_CASE(name * doctest::test_suite("data") * doctest::skip(!::test_data::declare(name, {__VA_ARGS__})))

@@ -8,13 +8,13 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
-#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <string_view>
 #include <utility>
 #include <vector>
 
+#include "../shared_data.hpp"
 #include "tessera/kernels/quant/gemm.hpp"
 #include "tessera/kernels/quant/table.hpp"
 #include "tessera/kernels/quant/repack.hpp"
@@ -664,10 +664,7 @@ std::vector<P> make_act(std::int64_t n, std::int64_t k, std::mt19937& rng, bool 
 // grids took 200 s at SVE 512) q4_1 and q6_K keep the full grid of shapes, the engine's
 // tile, panel and group edges for 32-element blocks and super-blocks; the other lane types
 // take the light grid, every codec still on every arch.
-bool emulated() {
-    const char* e = std::getenv("TESSERA_TEST_EMULATED");
-    return e && std::string_view(e) == "1";
-}
+using test_env::emulated;
 
 // light: fewer shapes (1 and 3 super-blocks or 1 and 17 32-element blocks, 1 / 5 / 19
 // rows, 1 / 4 / 5 / 11 columns; the lattice i-quants always: their codecs are what is new,

@@ -19,7 +19,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <optional>
@@ -39,10 +38,7 @@ namespace {
 // test took 7 minutes) every file still runs, the models-kquant files on their first
 // prompt only, and the double evaluation is made only where a criterion needs it (a
 // quantized file not within 2e-3 of llama.cpp, or one held to the evaluation itself).
-bool emulated() {
-    const char* e = std::getenv("TESSERA_TEST_EMULATED");
-    return e && std::string(e) == "1";
-}
+using test_env::emulated;
 
 double max_rel(const std::vector<float>& a, const std::vector<double>& b, double scale) {
     double e = 0;
