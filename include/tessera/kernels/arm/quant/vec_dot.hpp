@@ -94,19 +94,25 @@ float vdot(std::int64_t n, const q::block_q4_0* x, const q::block_q8_0* y, simd:
     });
 }
 
-// The other 32-element types. Fifth bits (q5_0, q5_1): bit j of the little-endian u32 qh
-// belongs to element j; the bytes 0-1 of qh spread over 16 lanes and tested against
-// 1, 2, ..., 128 give 0x10 where the bit is set.
+// The 32 bits of a little-endian u32 as byte masks: lane j of lo (hi) is 0xFF where bit j
+// (j + 16) is set. TBL spreads the bytes, CMTST tests them against 1, 2, ..., 128.
 template <class A>
-TESSERA_ALWAYS_INLINE void fifth_bits_neon(const std::uint8_t* qh, uint8x16_t& lo, uint8x16_t& hi) {
+TESSERA_ALWAYS_INLINE void bit_masks_neon(const std::uint8_t* bits, uint8x16_t& lo, uint8x16_t& hi) {
     std::uint32_t h;
-    std::memcpy(&h, qh, 4);
+    std::memcpy(&h, bits, 4);
     const uint8x16_t v = vreinterpretq_u8_u32(vdupq_n_u32(h));
     const uint8x16_t bit = vreinterpretq_u8_u64(vdupq_n_u64(0x8040201008040201ull));
     const uint8x16_t sel01 = vcombine_u8(vdup_n_u8(0), vdup_n_u8(1)), sel23 = vcombine_u8(vdup_n_u8(2), vdup_n_u8(3));
-    const uint8x16_t sixteen = vdupq_n_u8(0x10);
-    lo = vandq_u8(vtstq_u8(vqtbl1q_u8(v, sel01), bit), sixteen);
-    hi = vandq_u8(vtstq_u8(vqtbl1q_u8(v, sel23), bit), sixteen);
+    lo = vtstq_u8(vqtbl1q_u8(v, sel01), bit);
+    hi = vtstq_u8(vqtbl1q_u8(v, sel23), bit);
+}
+// The other 32-element types. Fifth bits (q5_0, q5_1): bit j of the little-endian u32 qh
+// belongs to element j, 0x10 where it is set.
+template <class A>
+TESSERA_ALWAYS_INLINE void fifth_bits_neon(const std::uint8_t* qh, uint8x16_t& lo, uint8x16_t& hi) {
+    bit_masks_neon<A>(qh, lo, hi);
+    lo = vandq_u8(lo, vdupq_n_u8(0x10));
+    hi = vandq_u8(hi, vdupq_n_u8(0x10));
 }
 // sum over blocks of d_i * S_i + m_i (the types with a min: q4_1, q5_1 against q8_1's s),
 // S_i whole in i32 as above.
@@ -515,18 +521,15 @@ float vdot(std::int64_t n, const q::block_nvfp4* x, const q::block_q8_0* y, simd
     }
     return sum;
 }
-// q1_0: the bits of each 32 spread one per byte (TBL of the four bytes, CMTST against
-// 1, 2, ..., 128), then 0xFF (clear) or 0x01 (set): -1 / +1 times y.
+// q1_0: the bits of each 32 as byte masks (bit_masks_neon), then 0xFF (clear) or 0x01
+// (set): -1 / +1 times y.
 template <class A>
 TESSERA_ALWAYS_INLINE void q1_signs_neon(const std::uint8_t* bits, int8x16_t& lo, int8x16_t& hi) {
-    std::uint32_t w;
-    std::memcpy(&w, bits, 4);
-    const uint8x16_t v = vreinterpretq_u8_u32(vdupq_n_u32(w));
-    const uint8x16_t bit = vreinterpretq_u8_u64(vdupq_n_u64(0x8040201008040201ull));
-    const uint8x16_t sel01 = vcombine_u8(vdup_n_u8(0), vdup_n_u8(1)), sel23 = vcombine_u8(vdup_n_u8(2), vdup_n_u8(3));
+    uint8x16_t mlo, mhi;
+    bit_masks_neon<A>(bits, mlo, mhi);
     const uint8x16_t one = vdupq_n_u8(1);
-    lo = vreinterpretq_s8_u8(vorrq_u8(vmvnq_u8(vtstq_u8(vqtbl1q_u8(v, sel01), bit)), one));
-    hi = vreinterpretq_s8_u8(vorrq_u8(vmvnq_u8(vtstq_u8(vqtbl1q_u8(v, sel23), bit)), one));
+    lo = vreinterpretq_s8_u8(vorrq_u8(vmvnq_u8(mlo), one));
+    hi = vreinterpretq_s8_u8(vorrq_u8(vmvnq_u8(mhi), one));
 }
 template <class A>
 float vdot(std::int64_t n, const q::block_q1_0* x, const q::block_q8_0* y, simd::requires_arch<simd::neon>) {
