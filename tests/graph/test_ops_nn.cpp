@@ -94,7 +94,9 @@ TEST_CASE("ops: mul_mat f32/f16/bf16 weights, odd sizes, K blocking, batch broad
                           }
                           b.out = mul_mat(any_tensor(a), any_tensor(bb)).get();
                           b.inputs = {a, bb};
-                          b.max_nmse = (ta == type_id::f32 && tb == type_id::f32) ? 1e-7 : 5e-4;
+                          // f32 activations: the 16-bit weights are widened exactly, so only f32
+                          // summation error remains (as for f32 weights)
+                          b.max_nmse = tb == type_id::f32 ? 1e-7 : 5e-4;
                           return b;
                       },
                       [&](const std::vector<host>& in) {

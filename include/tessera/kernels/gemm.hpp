@@ -4,7 +4,9 @@
 // gemm_f32 (few columns): RM x RN tiles of dot products (4 x 6 with 32 vector
 // registers, 3 x 4 with 16): per step of one vector of k it loads RM rows of a and RN
 // rows of b and issues RM*RN FMAs. Rows need no packing, which is what one or a few
-// columns want (the weights are read once, straight from memory).
+// columns want (the weights are read once, straight from memory). gemm_h16_f32 is the
+// same tiles over f16 or bf16 rows of a, widened in registers (kernels/convert.hpp's
+// load_wide): a matrix-vector product of 16-bit weights streams RM rows at once.
 //
 // gemm_f32_pb (many columns): the outer-product form of BLIS. b is packed once per
 // mul_mat into panels of NR columns ([panel][k][NR], `gemm_f32_pack_b_panel`); a is
@@ -20,6 +22,7 @@
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #include "tessera/config.hpp"
 #include "tessera/core/f16.hpp"
@@ -31,21 +34,26 @@ namespace kernels {
 
 namespace detail {
 
-template <class A>
-void gemm_f32(const float* a, std::size_t lda, const float* b, std::size_t ldb, float* c, std::size_t ldc,
-              std::size_t M, std::size_t N, std::size_t K, simd::requires_arch<simd::scalar>) {
+template <class A, class T>
+void gemm_rows(const T* a, std::size_t lda, const float* b, std::size_t ldb, float* c, std::size_t ldc, std::size_t M,
+               std::size_t N, std::size_t K, simd::requires_arch<simd::scalar>) {
     for (std::size_t n = 0; n < N; ++n)
         for (std::size_t m = 0; m < M; ++m) {
             float s = 0.f;
-            const float* x = a + m * lda;
+            const T* x = a + m * lda;
             const float* y = b + n * ldb;
-            for (std::size_t k = 0; k < K; ++k) s += x[k] * y[k];
+            for (std::size_t k = 0; k < K; ++k) s += widen(x[k]) * y[k];
             c[n * ldc + m] = s;
         }
 }
 
-template <class A, int TM, int TN>
-TESSERA_ALWAYS_INLINE void gemm_tile(const float* a, std::size_t lda, const float* b, std::size_t ldb, float* c,
+// How far ahead (in elements) the 16-bit tiles prefetch their rows. The hardware
+// prefetchers alone left a matrix-vector product of f16 / bf16 rows at 0.6 of the DRAM
+// read rate where f32 rows reach it (bench_matmul, docs/kernels.md); with it, 0.93-0.99.
+inline constexpr std::size_t gemm_h16_prefetch = 512;
+
+template <class A, int TM, int TN, class T>
+TESSERA_ALWAYS_INLINE void gemm_tile(const T* a, std::size_t lda, const float* b, std::size_t ldb, float* c,
                                      std::size_t ldc, std::size_t K, bool accumulate) {
     using B = xsimd::batch<float, typename A::xsimd_arch>;
     constexpr std::size_t w = B::size;
@@ -55,7 +63,10 @@ TESSERA_ALWAYS_INLINE void gemm_tile(const float* a, std::size_t lda, const floa
     std::size_t k = 0;
     for (; k + w <= K; k += w) {
         B av[TM];
-        for (int m = 0; m < TM; ++m) av[m] = B::load_unaligned(a + static_cast<std::size_t>(m) * lda + k);
+        for (int m = 0; m < TM; ++m) av[m] = load_wide<A>(a + static_cast<std::size_t>(m) * lda + k, A{});
+        if constexpr (!std::is_same_v<T, float>)  // 16-bit rows: fetch each row 1 KiB ahead, once a cache line
+            if (k % (64 / sizeof(T)) == 0)
+                for (int m = 0; m < TM; ++m) __builtin_prefetch(a + static_cast<std::size_t>(m) * lda + k + gemm_h16_prefetch, 0, 3);
         for (int n = 0; n < TN; ++n) {
             const B bv = B::load_unaligned(b + static_cast<std::size_t>(n) * ldb + k);
             for (int m = 0; m < TM; ++m) acc[m][n] = xsimd::fma(av[m], bv, acc[m][n]);
@@ -65,7 +76,7 @@ TESSERA_ALWAYS_INLINE void gemm_tile(const float* a, std::size_t lda, const floa
     for (; k < K; ++k)
         for (int m = 0; m < TM; ++m)
             for (int n = 0; n < TN; ++n)
-                tail[m][n] += a[static_cast<std::size_t>(m) * lda + k] * b[static_cast<std::size_t>(n) * ldb + k];
+                tail[m][n] += widen(a[static_cast<std::size_t>(m) * lda + k]) * b[static_cast<std::size_t>(n) * ldb + k];
     for (int n = 0; n < TN; ++n)
         for (int m = 0; m < TM; ++m) {
             const float v = xsimd::hadd(acc[m][n]) + tail[m][n];
@@ -75,16 +86,16 @@ TESSERA_ALWAYS_INLINE void gemm_tile(const float* a, std::size_t lda, const floa
 }
 
 // Runs the tile of size (tm, tn) <= (TM, TN), chosen at run time.
-template <class A, int TM, int TN>
-TESSERA_ALWAYS_INLINE void gemm_tile_n(int tn, const float* a, std::size_t lda, const float* b, std::size_t ldb,
-                                       float* c, std::size_t ldc, std::size_t K, bool acc) {
+template <class A, int TM, int TN, class T>
+TESSERA_ALWAYS_INLINE void gemm_tile_n(int tn, const T* a, std::size_t lda, const float* b, std::size_t ldb, float* c,
+                                       std::size_t ldc, std::size_t K, bool acc) {
     if constexpr (TN > 1) {
         if (tn < TN) return gemm_tile_n<A, TM, TN - 1>(tn, a, lda, b, ldb, c, ldc, K, acc);
     }
     gemm_tile<A, TM, TN>(a, lda, b, ldb, c, ldc, K, acc);
 }
-template <class A, int TM, int TN>
-void gemm_tile_mn(int tm, int tn, const float* a, std::size_t lda, const float* b, std::size_t ldb, float* c,
+template <class A, int TM, int TN, class T>
+void gemm_tile_mn(int tm, int tn, const T* a, std::size_t lda, const float* b, std::size_t ldb, float* c,
                   std::size_t ldc, std::size_t K, bool acc) {
     if constexpr (TM > 1) {
         if (tm < TM) return gemm_tile_mn<A, TM - 1, TN>(tm, tn, a, lda, b, ldb, c, ldc, K, acc);
@@ -92,13 +103,18 @@ void gemm_tile_mn(int tm, int tn, const float* a, std::size_t lda, const float* 
     gemm_tile_n<A, TM, TN>(tn, a, lda, b, ldb, c, ldc, K, acc);
 }
 
-template <class A>
-void gemm_f32(const float* a, std::size_t lda, const float* b, std::size_t ldb, float* c, std::size_t ldc,
-              std::size_t M, std::size_t N, std::size_t K, simd::requires_arch<simd::xsimd_common>) {
+// lda in elements of T. Each tile reads TM rows of a side by side: for one column (a
+// matrix-vector product) that is TM streams from memory at once.
+template <class A, class T>
+void gemm_rows(const T* a, std::size_t lda, const float* b, std::size_t ldb, float* c, std::size_t ldc, std::size_t M,
+               std::size_t N, std::size_t K, simd::requires_arch<simd::xsimd_common>) {
     using B = xsimd::batch<float, typename A::xsimd_arch>;
-    constexpr int RM = B::size >= 16 ? 4 : 3;
-    constexpr int RN = B::size >= 16 ? 6 : 4;
-    constexpr std::size_t kc_max = 2048;
+    // 16-bit rows are for few columns (weights times one or a few activations): taller
+    // tiles (more rows streaming at once) and K blocks as long as a 4096-wide row.
+    constexpr bool h16 = !std::is_same_v<T, float>;
+    constexpr int RM = B::size >= 16 ? (h16 ? 8 : 4) : (h16 ? 4 : 3);
+    constexpr int RN = B::size >= 16 ? (h16 ? 2 : 6) : (h16 ? 2 : 4);
+    constexpr std::size_t kc_max = h16 ? 4096 : 2048;
     constexpr std::size_t nc = 16 * RN;
     const std::size_t n_kb = (K + kc_max - 1) / kc_max;
     std::size_t kc = n_kb ? (K + n_kb - 1) / n_kb : 0;
@@ -115,7 +131,7 @@ void gemm_f32(const float* a, std::size_t lda, const float* b, std::size_t ldb, 
             const std::size_t n_end = std::min(N, n0 + nc);
             for (std::size_t m0 = 0; m0 < M; m0 += RM) {
                 const int tm = static_cast<int>(std::min<std::size_t>(RM, M - m0));
-                const float* ap = a + m0 * lda + k0;
+                const T* ap = a + m0 * lda + k0;
                 for (std::size_t n1 = n0; n1 < n_end; n1 += RN) {
                     const int tn = static_cast<int>(std::min<std::size_t>(RN, n_end - n1));
                     gemm_tile_mn<A, RM, RN>(tm, tn, ap, lda, b + n1 * ldb + k0, ldb, c + n1 * ldc + m0, ldc, kl, acc);
@@ -329,9 +345,28 @@ struct gemm_f32 {
 template <class A>
 void gemm_f32<A>::operator()(const float* a, std::size_t lda, const float* b, std::size_t ldb, float* c,
                              std::size_t ldc, std::size_t M, std::size_t N, std::size_t K) const {
-    detail::gemm_f32<A>(a, lda, b, ldb, c, ldc, M, N, K, A{});
+    detail::gemm_rows<A>(a, lda, b, ldb, c, ldc, M, N, K, A{});
 }
 TESSERA_KERNEL(gemm_f32);
+
+// gemm_f32 with a's rows in f16 or bf16 (at; lda in elements), widened in registers: the
+// few-columns product of 16-bit weights (a matrix-vector product streams TM rows at once
+// and never writes an f32 copy).
+template <class A>
+struct gemm_h16_f32 {
+    void operator()(detail::gemm_a_type at, const void* a, std::size_t lda, const float* b, std::size_t ldb, float* c,
+                    std::size_t ldc, std::size_t M, std::size_t N, std::size_t K) const;
+};
+template <class A>
+void gemm_h16_f32<A>::operator()(detail::gemm_a_type at, const void* a, std::size_t lda, const float* b,
+                                 std::size_t ldb, float* c, std::size_t ldc, std::size_t M, std::size_t N,
+                                 std::size_t K) const {
+    if (at == detail::gemm_a_type::bf16)
+        detail::gemm_rows<A>(static_cast<const bf16*>(a), lda, b, ldb, c, ldc, M, N, K, A{});
+    else
+        detail::gemm_rows<A>(static_cast<const f16*>(a), lda, b, ldb, c, ldc, M, N, K, A{});
+}
+TESSERA_KERNEL(gemm_h16_f32);
 
 // c[n*ldc + m] = dot(a row m, b column n) for m < M, n < N over K, with b packed by
 // gemm_f32_pack_b_panel for this arch (fgemm_nr columns a panel); a's rows (f32, f16 or

@@ -1049,16 +1049,11 @@ inline void mul_mat(const node& d, const exec_params& p) {
                    static_cast<std::size_t>(N), static_cast<std::size_t>(K));
             continue;
         }
-        if ((a.lay.type == type_id::f16 || a.lay.type == type_id::bf16) && a.lay.nb[0] == 2 && N < qgemm_min_cols) {  // few columns: f16/bf16 rows read in place
-            for (std::int64_t m = 0; m < ml; ++m) {
-                const std::byte* x = arow + static_cast<std::size_t>(m) * a.lay.nb[1];
-                for (std::int64_t n = 0; n < N; ++n) {
-                    const float* y = bp + static_cast<std::size_t>(n) * b_row;
-                    cp[static_cast<std::size_t>(n) * ldc + static_cast<std::size_t>(m)] =
-                        a.lay.type == type_id::f16 ? k.dot_f16(reinterpret_cast<const f16*>(x), y, static_cast<std::size_t>(K))
-                                                   : k.dot_bf16(reinterpret_cast<const bf16*>(x), y, static_cast<std::size_t>(K));
-                }
-            }
+        if ((a.lay.type == type_id::f16 || a.lay.type == type_id::bf16) && a.lay.nb[0] == 2 && a.lay.nb[1] % 2 == 0 &&
+            N < qgemm_min_cols) {  // few columns: f16/bf16 rows read in place, several at once
+            k.gemm_h16(a.lay.type == type_id::f16 ? kernels::detail::gemm_a_type::f16 : kernels::detail::gemm_a_type::bf16, arow,
+                       a.lay.nb[1] / 2, bp, b_row, cp, ldc, static_cast<std::size_t>(ml), static_cast<std::size_t>(N),
+                       static_cast<std::size_t>(K));
             continue;
         }
         // f16 / bf16 / strided rows: converted mul_mat_conv_rows at a time, so the f32 copy

@@ -36,6 +36,7 @@ struct kernel_set {
     simd::kernel_fn<kernels::rope_f32> rope;
     simd::kernel_fn<kernels::gemm_f32> gemm;
     simd::kernel_fn<kernels::gemm_f32_pb> gemm_pb;
+    simd::kernel_fn<kernels::gemm_h16_f32> gemm_h16;
     simd::kernel_fn<kernels::dot_f32> dot;
     simd::kernel_fn<kernels::axpy_f32> axpy;
     simd::kernel_fn<kernels::dot_f16_f32> dot_f16;
@@ -61,6 +62,7 @@ struct kernel_set {
                 simd::kernel_for<kernels::rope_f32>(a),
                 simd::kernel_for<kernels::gemm_f32>(a),
                 simd::kernel_for<kernels::gemm_f32_pb>(a),
+                simd::kernel_for<kernels::gemm_h16_f32>(a),
                 simd::kernel_for<kernels::dot_f32>(a),
                 simd::kernel_for<kernels::axpy_f32>(a),
                 simd::kernel_for<kernels::dot_f16_f32>(a),

@@ -1,6 +1,7 @@
 // x86 bodies of the row conversions of kernels/convert.hpp: SSE4.2 with integer
 // arithmetic on 4 lanes, AVX2 and AVX-512 with F16C for f16 and integer lanes for bf16;
-// each hands its tail to the level below and finally to the scalar reference.
+// each hands its tail to the level below and finally to the scalar reference. And
+// load_wide's bodies: one vector of an f16 (F16C) or bf16 (16-bit shift) row as f32.
 // Part of kernels/convert.hpp, which includes it after the scalar references.
 #pragma once
 
@@ -10,6 +11,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #include <immintrin.h>
 
@@ -184,6 +186,27 @@ void f32_to_bf16(const float* x, bf16* y, std::size_t n, simd::requires_arch<sim
         _mm256_storeu_si256(reinterpret_cast<__m256i*>(y + i), _mm512_cvtepi32_epi16(_mm512_mask_blend_epi32(is_nan, r, q)));
     }
     f32_to_bf16<A>(x + i, y + i, n - i, simd::sse4_2{});
+}
+
+// ---- load_wide: one vector of a 16-bit row as f32 ---------------------------------
+template <class A, class T>
+    requires(std::is_same_v<T, f16> || std::is_same_v<T, bf16>)
+TESSERA_ALWAYS_INLINE xsimd::batch<float, typename A::xsimd_arch> load_wide(const T* p, simd::requires_arch<simd::avx2>) {
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    if constexpr (std::is_same_v<T, f16>)
+        return _mm256_cvtph_ps(v);
+    else
+        return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(v), 16));
+}
+template <class A, class T>
+    requires(std::is_same_v<T, f16> || std::is_same_v<T, bf16>)
+TESSERA_ALWAYS_INLINE xsimd::batch<float, typename A::xsimd_arch> load_wide(const T* p,
+                                                                          simd::requires_arch<simd::avx512bw>) {
+    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+    if constexpr (std::is_same_v<T, f16>)
+        return _mm512_cvtph_ps(v);
+    else
+        return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(v), 16));
 }
 
 }  // namespace detail
