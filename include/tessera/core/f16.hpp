@@ -98,6 +98,7 @@ struct bf16 {
 static_assert(sizeof(f16) == 2 && alignof(f16) == 2);
 static_assert(sizeof(bf16) == 2 && alignof(bf16) == 2);
 
+constexpr float to_float(float v) noexcept { return v; }  // so row code can widen f32 / f16 / bf16 alike
 constexpr float to_float(f16 h) noexcept { return h.to_float(); }
 constexpr float to_float(bf16 h) noexcept { return h.to_float(); }
 constexpr f16 to_f16(float v) noexcept { return f16::from_float(v); }

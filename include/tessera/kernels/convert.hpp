@@ -40,12 +40,8 @@ void f32_to_bf16(const float* x, bf16* y, std::size_t n, simd::requires_arch<sim
 }
 
 // ---- one vector of a row as f32 ---------------------------------------------------
-// (for kernels that read 16-bit rows in place, e.g. gemm_h16_f32)
-TESSERA_ALWAYS_INLINE constexpr float widen(float x) { return x; }
-TESSERA_ALWAYS_INLINE constexpr float widen(f16 x) { return x.to_float(); }
-TESSERA_ALWAYS_INLINE constexpr float widen(bf16 x) { return x.to_float(); }
-
-// One batch of the arch's floats from p (f32, f16 or bf16). Here by the scalar
+// (for kernels that read 16-bit rows in place, e.g. gemm_h16_f32; one element: core's
+// to_float). One batch of the arch's floats from p (f32, f16 or bf16). Here by the scalar
 // conversion; the x86 and ARM bodies widen f16 / bf16 in registers.
 template <class A, class T>
 TESSERA_ALWAYS_INLINE xsimd::batch<float, typename A::xsimd_arch> load_wide(const T* p,

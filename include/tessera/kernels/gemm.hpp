@@ -42,7 +42,7 @@ void gemm_rows(const T* a, std::size_t lda, const float* b, std::size_t ldb, flo
             float s = 0.f;
             const T* x = a + m * lda;
             const float* y = b + n * ldb;
-            for (std::size_t k = 0; k < K; ++k) s += widen(x[k]) * y[k];
+            for (std::size_t k = 0; k < K; ++k) s += to_float(x[k]) * y[k];
             c[n * ldc + m] = s;
         }
 }
@@ -76,7 +76,7 @@ TESSERA_ALWAYS_INLINE void gemm_tile(const T* a, std::size_t lda, const float* b
     for (; k < K; ++k)
         for (int m = 0; m < TM; ++m)
             for (int n = 0; n < TN; ++n)
-                tail[m][n] += widen(a[static_cast<std::size_t>(m) * lda + k]) * b[static_cast<std::size_t>(n) * ldb + k];
+                tail[m][n] += to_float(a[static_cast<std::size_t>(m) * lda + k]) * b[static_cast<std::size_t>(n) * ldb + k];
     for (int n = 0; n < TN; ++n)
         for (int m = 0; m < TM; ++m) {
             const float v = xsimd::hadd(acc[m][n]) + tail[m][n];

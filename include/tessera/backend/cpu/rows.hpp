@@ -40,7 +40,6 @@ struct kernel_set {
     simd::kernel_fn<kernels::dot_f32> dot;
     simd::kernel_fn<kernels::axpy_f32> axpy;
     simd::kernel_fn<kernels::dot_f16_f32> dot_f16;
-    simd::kernel_fn<kernels::dot_bf16_f32> dot_bf16;
     simd::kernel_fn<kernels::axpy_f16_f32> axpy_f16;
     simd::kernel_fn<kernels::f16_to_f32> f16_to_f32;
     simd::kernel_fn<kernels::f32_to_f16> f32_to_f16;
@@ -66,7 +65,6 @@ struct kernel_set {
                 simd::kernel_for<kernels::dot_f32>(a),
                 simd::kernel_for<kernels::axpy_f32>(a),
                 simd::kernel_for<kernels::dot_f16_f32>(a),
-                simd::kernel_for<kernels::dot_bf16_f32>(a),
                 simd::kernel_for<kernels::axpy_f16_f32>(a),
                 simd::kernel_for<kernels::f16_to_f32>(a),
                 simd::kernel_for<kernels::f32_to_f16>(a),
