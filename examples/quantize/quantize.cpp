@@ -17,6 +17,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <iterator>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -38,7 +39,7 @@ constexpr const char* usage_text =
     "        Q3_K_S Q3_K_M Q3_K_L Q4_K_S Q4_K_M Q5_K_S Q5_K_M Q6_K IQ2_XXS IQ2_XS IQ2_S IQ2_M\n"
     "        IQ1_S IQ1_M IQ3_XXS IQ3_XS IQ3_S IQ3_M IQ4_NL IQ4_XS TQ1_0 TQ2_0 MXFP4_MOE NVFP4 Q1_0\n"
     "        Q2_0 F16 BF16 F32 (Q3_K, Q4_K, Q5_K = the _M types); each tensor gets the type of\n"
-    "        llama-quantize's rules for it\n"
+    "        llama-quantize's rules for it. COPY: every tensor as it is (to prune, split or edit keys)\n"
     "  -t, --threads N       threads (default 1)\n"
     "  --allow-requantize    accept inputs whose weights are already quantized\n"
     "  --pure                every fitting weight in TYPE's default type (no mixture rules)\n"
@@ -51,6 +52,10 @@ constexpr const char* usage_text =
     "  --override-kv KEY=TYPE:VALUE  set a metadata key (TYPE int, float, bool or str; repeatable)\n"
     "  --include-weights NAME  use the imatrix only for weights whose name contains NAME (repeatable)\n"
     "  --exclude-weights NAME  use the imatrix for every weight but those (repeatable; not with --include-weights)\n"
+    "  --prune-layers L0,L1,...  leave out these layers (blk.N); the others are numbered again from 0\n"
+    "  --keep-split          an input in parts gives an output in the same parts: OUT-00001-of-0000N.gguf, ...\n"
+    "                        (OUT = out.gguf without .gguf); without it the parts are merged into out.gguf\n"
+    "                        (an input in parts is named by its first part, NAME-00001-of-0000N.gguf)\n"
     "  --dry-run             print each tensor's type and size, write nothing\n"
     "  -q, --quiet           no progress lines or totals on stderr (errors only)\n"
     "  -h, --help            this text\n"
@@ -172,6 +177,16 @@ int run(int argc, char** argv, cli::state& st) {
             exclude_w.push_back(value());
         } else if (a == "--dry-run") {
             o.dry_run = true;
+        } else if (a == "--keep-split") {
+            o.keep_split = true;
+        } else if (a == "--prune-layers") {
+            const std::string v = value();
+            std::size_t b = 0;
+            while (b <= v.size()) {  // comma-separated layer numbers
+                const std::size_t e = std::min(v.find(',', b), v.size());
+                o.prune_layers.push_back(static_cast<int>(cli::to_int(a, v.substr(b, e - b), 0, 1'000'000)));
+                b = e + 1;
+            }
         } else if (a.size() > 1 && a[0] == '-') {
             throw cli::unknown_option(a);
         } else {
@@ -185,8 +200,16 @@ int run(int argc, char** argv, cli::state& st) {
     if (!include_w.empty() && !exclude_w.empty()) throw usage_error("--include-weights and --exclude-weights cannot be used together");
     if ((!include_w.empty() || !exclude_w.empty()) && imatrix_path.empty())
         throw usage_error("--include-weights / --exclude-weights need --imatrix");
-    o.ftype = models::parse_llama_ftype(pos[2]);
-    if (!o.ftype) throw usage_error("unknown type '" + pos[2] + "'");
+    std::string type_upper = pos[2];
+    for (char& c : type_upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    o.only_copy = type_upper == "COPY";
+    if (!o.only_copy) {
+        o.ftype = models::parse_llama_ftype(pos[2]);
+        if (!o.ftype) throw usage_error("unknown type '" + pos[2] + "'");
+    } else if (o.output_tensor_type || o.token_embedding_type || !o.tensor_types.empty() || o.leave_output_tensor || o.pure) {
+        throw usage_error("COPY writes every tensor as it is: --output-tensor-type, --token-embedding-type, --tensor-type, "
+                          "--leave-output-tensor and --pure do not apply");
+    }
     const std::string& in_path = pos[0];
     const std::string& out_path = pos[1];
     if (!o.dry_run) {
@@ -240,21 +263,33 @@ int run(int argc, char** argv, cli::state& st) {
         o.progress = [&](const models::quantize_progress& p) { print_progress(p, t0); };
         const models::quantize_stats stats = models::quantize_model(in_path, out_path, o);
         std::fprintf(stderr, "quantize: dry run (%s): %zu tensors quantized (%zu with a fallback type), %zu kept; %.3f MB -> %.3f MB%s\n",
-                     std::string(models::ftype_info(*o.ftype).name).c_str(), stats.n_quantized, stats.n_fallback, stats.n_kept,
+                     o.only_copy ? "COPY" : std::string(models::ftype_info(*o.ftype).name).c_str(), stats.n_quantized, stats.n_fallback, stats.n_kept,
                      static_cast<double>(stats.bytes_in) / 1e6, static_cast<double>(stats.bytes_out) / 1e6,
                      stats.needs_imatrix ? "; this file type needs an importance matrix (--imatrix)" : "");
         return 0;
     }
-    cli::atomic_output out(out_path);  // removes the temporary unless committed
-    st.also = out.tmp_path();
+    // each output (one, or one per part) to a temporary name, renamed once all are written;
+    // the temporaries are removed unless committed
+    std::vector<std::unique_ptr<cli::atomic_output>> outs;
+    o.write = [&](const gguf::writer& w, const std::string& path) {
+        outs.push_back(std::make_unique<cli::atomic_output>(path));
+        st.also = outs.back()->tmp_path();
+        w.write_to_file(outs.back()->tmp_path());
+    };
     if (!quiet) o.progress = [&](const models::quantize_progress& p) { print_progress(p, t0); };
-    const models::quantize_stats stats = models::quantize_model(in_path, out.tmp_path(), o);
-    st.file = out_path;
-    out.commit();
-    if (!quiet)
-        std::fprintf(stderr, "quantize: %zu tensors quantized (%zu with a fallback type), %zu kept; %.3f MB -> %.3f MB\n",
-                     stats.n_quantized, stats.n_fallback, stats.n_kept, static_cast<double>(stats.bytes_in) / 1e6,
-                     static_cast<double>(stats.bytes_out) / 1e6);
+    const models::quantize_stats stats = models::quantize_model(in_path, out_path, o);
+    for (auto& out : outs) {
+        st.file = out->path();
+        out->commit();
+    }
+    if (!quiet) {
+        std::fprintf(stderr, "quantize: %zu tensors quantized (%zu with a fallback type), %zu kept%s; %.3f MB -> %.3f MB\n",
+                     stats.n_quantized, stats.n_fallback, stats.n_kept,
+                     stats.n_pruned ? (", " + std::to_string(stats.n_pruned) + " pruned").c_str() : "",
+                     static_cast<double>(stats.bytes_in) / 1e6, static_cast<double>(stats.bytes_out) / 1e6);
+        if (stats.outputs.size() > 1)
+            for (const std::string& f : stats.outputs) std::fprintf(stderr, "quantize: wrote %s\n", f.c_str());
+    }
     return 0;
 }
 

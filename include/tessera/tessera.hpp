@@ -12,6 +12,7 @@
 #include "tessera/core/type_id.hpp"
 #include "tessera/gguf/reader.hpp"
 #include "tessera/graph/all.hpp"
+#include "tessera/gguf/split.hpp"
 #include "tessera/gguf/writer.hpp"
 #include "tessera/kernels/all.hpp"
 #include "tessera/memory/arena.hpp"

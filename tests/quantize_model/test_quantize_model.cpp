@@ -9,8 +9,11 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <iterator>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include <unistd.h>
@@ -572,4 +575,321 @@ TEST_CASE("load_imatrix: a hostile legacy .dat is refused with its offset, never
         }
     }
     CHECK(refused > 1000);
+}
+
+// --- models in parts, COPY, --prune-layers and where the quantizer puts its keys ---------
+
+namespace {
+
+// A 4-layer llama-shaped model (rows of 256, so the K-quant mixtures apply): general.file_type
+// early in the keys when `file_type` is set, weights in `wtype` (f32 or f16), norms f32.
+struct tiny_model {
+    std::vector<std::pair<std::string, std::vector<std::int64_t>>> shapes;
+    std::vector<std::vector<std::byte>> data;
+    type_id wtype = type_id::f32;
+    std::optional<std::uint32_t> file_type;
+
+    explicit tiny_model(type_id wt = type_id::f32, std::optional<std::uint32_t> ft = std::nullopt) : wtype(wt), file_type(ft) {
+        shapes.push_back({"token_embd.weight", {256, 16}});
+        for (int l = 0; l < 4; ++l) {
+            const std::string b = "blk." + std::to_string(l) + ".";
+            for (const char* n : {"attn_norm.weight", "attn_q.weight", "attn_v.weight", "ffn_down.weight"})
+                shapes.push_back({b + n, std::string(n) == "attn_norm.weight" ? std::vector<std::int64_t>{256}
+                                                                               : std::vector<std::int64_t>{256, 8}});
+        }
+        shapes.push_back({"output_norm.weight", {256}});
+        shapes.push_back({"output.weight", {256, 16}});
+        std::uint32_t seed = 12345;
+        for (const auto& [name, ne] : shapes) {
+            std::int64_t n = 1;
+            for (auto x : ne) n *= x;
+            const bool is_w = ne.size() == 2;
+            const type_id t = is_w ? wtype : type_id::f32;
+            std::vector<std::byte> b(static_cast<std::size_t>(n * (t == type_id::f16 ? 2 : 4)));
+            for (std::int64_t i = 0; i < n; ++i) {
+                seed = seed * 1664525u + 1013904223u;
+                const float v = static_cast<float>(static_cast<std::int32_t>(seed >> 8) % 2001 - 1000) / 1000.0f;
+                if (t == type_id::f16) {
+                    const std::uint16_t h = to_f16(v).bits;
+                    std::memcpy(b.data() + i * 2, &h, 2);
+                } else {
+                    std::memcpy(b.data() + i * 4, &v, 4);
+                }
+            }
+            data.push_back(std::move(b));
+        }
+    }
+    type_id type_of(std::size_t i) const { return shapes[i].second.size() == 2 ? wtype : type_id::f32; }
+    void metadata(gguf::writer& w) const {
+        w.set("general.architecture", "llama");
+        if (file_type) w.set<std::uint32_t>("general.file_type", *file_type);
+        w.set("general.name", "tiny");
+        w.set<std::uint32_t>("llama.block_count", 4);
+        w.set<std::uint32_t>("llama.attention.head_count", 4);
+        w.set<std::uint32_t>("llama.attention.head_count_kv", 4);
+    }
+    void write(const std::string& path) const {
+        gguf::writer w;
+        metadata(w);
+        for (std::size_t i = 0; i < shapes.size(); ++i) w.add_tensor(shapes[i].first, type_of(i), shapes[i].second, data[i]);
+        w.write_to_file(path);
+    }
+    // As gguf-split writes it: the tensors in order, `cut` tensors before each part's end;
+    // the metadata in part 0; split.no / split.count / split.tensors.count in every part.
+    std::vector<std::string> write_split(const std::string& prefix, const std::vector<std::size_t>& ends) const {
+        std::vector<std::string> paths;
+        std::size_t first = 0;
+        for (std::size_t p = 0; p < ends.size(); ++p) {
+            gguf::writer w;
+            if (p == 0) metadata(w);
+            w.set<std::uint16_t>("split.no", static_cast<std::uint16_t>(p));
+            w.set<std::uint16_t>("split.count", static_cast<std::uint16_t>(ends.size()));
+            w.set<std::int32_t>("split.tensors.count", static_cast<std::int32_t>(shapes.size()));
+            for (std::size_t i = first; i < ends[p]; ++i) w.add_tensor(shapes[i].first, type_of(i), shapes[i].second, data[i]);
+            first = ends[p];
+            paths.push_back(gguf::split_path(prefix, static_cast<int>(p), static_cast<int>(ends.size())));
+            w.write_to_file(paths.back());
+        }
+        return paths;
+    }
+};
+
+std::vector<char> file_bytes(const std::string& p) {
+    std::ifstream f(p, std::ios::binary);
+    return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
+}
+
+std::vector<std::string> key_names(const gguf::file& f) {
+    std::vector<std::string> k;
+    for (const auto& e : f.meta()) k.emplace_back(e.key);
+    return k;
+}
+
+std::string error_of(const std::function<void()>& fn) {
+    try {
+        fn();
+    } catch (const error& e) {
+        return e.what();
+    }
+    return "(no error)";
+}
+
+}  // namespace
+
+TEST_CASE("gguf::open_split: a model in parts, and the parts it refuses") {
+    const std::string dir = temp_dir() + "/split";
+    std::filesystem::create_directories(dir);
+    CHECK(gguf::split_path(dir + "/m", 1, 3) == dir + "/m-00002-of-00003.gguf");
+    CHECK(gguf::split_prefix("a/m-00002-of-00003.gguf", 1, 3) == std::optional<std::string>("a/m"));
+    CHECK_FALSE(gguf::split_prefix("a/m-00002-of-00003.gguf", 0, 3));
+    CHECK_FALSE(gguf::split_prefix("-00001-of-00001.gguf", 0, 1));  // (an empty prefix)
+    const tiny_model m;
+    const auto paths = m.write_split(dir + "/m", {5, 13, 19});
+    const std::vector<gguf::file> parts = gguf::open_split(paths[0]);
+    REQUIRE(parts.size() == 3);
+    std::size_t n = 0;
+    for (const auto& p : parts) n += p.tensors().size();
+    CHECK(n == m.shapes.size());
+    CHECK(parts[2].tensors().back().name == "output.weight");
+    m.write(dir + "/whole.gguf");
+    CHECK(gguf::open_split(dir + "/whole.gguf").size() == 1);
+    // a later part given first; a missing part; a part that disagrees; a repeated tensor; a wrong total
+    CHECK(error_of([&] { gguf::open_split(paths[1]); }).find("is part 2 of 3: open the first part, " + paths[0]) != std::string::npos);
+    std::filesystem::rename(paths[2], dir + "/away.gguf");
+    CHECK(error_of([&] { gguf::open_split(paths[0]); }).find(paths[2]) != std::string::npos);
+    std::filesystem::rename(dir + "/away.gguf", paths[2]);
+    std::filesystem::copy_file(paths[0], dir + "/other-00001-of-00003.gguf");
+    std::filesystem::copy_file(paths[0], dir + "/other-00002-of-00003.gguf");  // split.no 0 where 1 is due
+    std::filesystem::copy_file(paths[2], dir + "/other-00003-of-00003.gguf");
+    CHECK(error_of([&] { gguf::open_split(dir + "/other-00001-of-00003.gguf"); })
+              .find("other-00002-of-00003.gguf': split.no is 0, expected 1") != std::string::npos);
+    std::filesystem::copy_file(paths[0], dir + "/renamed.gguf");
+    CHECK(error_of([&] { gguf::open_split(dir + "/renamed.gguf"); }).find("does not end in -00001-of-00003.gguf") != std::string::npos);
+    {
+        tiny_model dup = m;  // blk.0's tensors again in part 2
+        const auto dp = dup.write_split(dir + "/dup", {5, 13, 19});
+        gguf::writer w;
+        w.set<std::uint16_t>("split.no", 2);
+        w.set<std::uint16_t>("split.count", 3);
+        w.set<std::int32_t>("split.tensors.count", 19);
+        w.add_tensor("blk.0.attn_q.weight", type_id::f32, {4}, std::vector<std::byte>(16));
+        w.write_to_file(dp[2]);
+        CHECK(error_of([&] { gguf::open_split(dp[0]); }).find("tensor 'blk.0.attn_q.weight' is also in an earlier part") != std::string::npos);
+        w.remove("split.tensors.count");
+        gguf::writer w2;
+        w2.set<std::uint16_t>("split.no", 2);
+        w2.set<std::uint16_t>("split.count", 3);
+        w2.add_tensor("extra", type_id::f32, {4}, std::vector<std::byte>(16));
+        w2.write_to_file(dp[2]);
+        CHECK(error_of([&] { gguf::open_split(dp[0]); }).find("split.tensors.count = 19 but the 3 parts hold 14 tensors") != std::string::npos);
+    }
+    std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("quantize_model: a model in parts is merged, or with keep_split written in the same parts") {
+    const std::string dir = temp_dir() + "/keep-split";
+    std::filesystem::create_directories(dir);
+    const tiny_model m;
+    m.write(dir + "/whole.gguf");
+    const auto paths = m.write_split(dir + "/m", {5, 13, 19});
+    models::quantize_options o;
+    o.ftype = models::llama_ftype::q4_K_M;
+    // merged: the same file as from the model in one piece (the split.* keys dropped)
+    const auto s1 = models::quantize_model(dir + "/whole.gguf", dir + "/a.gguf", o);
+    const auto s2 = models::quantize_model(paths[0], dir + "/b.gguf", o);
+    CHECK(s2.outputs == std::vector<std::string>{dir + "/b.gguf"});
+    CHECK(s1.n_quantized == s2.n_quantized);
+    CHECK(file_bytes(dir + "/a.gguf") == file_bytes(dir + "/b.gguf"));
+    // keep_split: three parts with the input's tensors each, in the input's order
+    o.keep_split = true;
+    const auto s3 = models::quantize_model(paths[0], dir + "/c.gguf", o);
+    REQUIRE(s3.outputs.size() == 3);
+    CHECK(s3.outputs[2] == dir + "/c-00003-of-00003.gguf");
+    const gguf::file merged = gguf::file::open(dir + "/a.gguf");
+    const std::vector<gguf::file> out = gguf::open_split(s3.outputs[0]);
+    const std::vector<gguf::file> in = gguf::open_split(paths[0]);
+    REQUIRE(out.size() == 3);
+    for (std::size_t p = 0; p < 3; ++p) {
+        CAPTURE(p);
+        REQUIRE(out[p].tensors().size() == in[p].tensors().size());
+        for (std::size_t i = 0; i < in[p].tensors().size(); ++i) {
+            const auto& t = out[p].tensors()[i];
+            CHECK(t.name == in[p].tensors()[i].name);
+            const gguf::tensor_info& r = merged.tensor(t.name);  // same type and bytes as merged
+            CHECK(t.type == r.type);
+            CHECK((t.size_bytes == r.size_bytes && std::memcmp(t.data, r.data, r.size_bytes) == 0));
+        }
+        const auto keys = key_names(out[p]);
+        REQUIRE(keys.size() >= 3);
+        CHECK(std::vector<std::string>(keys.end() - 3, keys.end()) ==
+              std::vector<std::string>{"split.no", "split.count", "split.tensors.count"});
+        CHECK(out[p].meta().get<std::uint16_t>("split.no") == p);
+        CHECK(out[p].meta().get<std::int32_t>("split.tensors.count") == 19);
+        if (p > 0) CHECK(keys.size() == 3);
+    }
+    auto k0 = key_names(out[0]);
+    k0.resize(k0.size() - 3);
+    CHECK(k0 == key_names(merged));
+    // an input in one piece: OUT-00001-of-00001.gguf, no split keys
+    const auto s4 = models::quantize_model(dir + "/whole.gguf", dir + "/d.gguf", o);
+    CHECK(s4.outputs == std::vector<std::string>{dir + "/d-00001-of-00001.gguf"});
+    const gguf::file d = gguf::file::open(s4.outputs[0]);
+    CHECK(key_names(d) == key_names(merged));
+    REQUIRE(d.tensors().size() == m.shapes.size());
+    for (std::size_t i = 0; i < m.shapes.size(); ++i) {  // in the input's order (llama-quantize sorts by part and offset)
+        const auto& t = d.tensors()[i];
+        CHECK(t.name == m.shapes[i].first);
+        CHECK(std::memcmp(t.data, merged.tensor(t.name).data, t.size_bytes) == 0);
+    }
+    std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("quantize_model: COPY keeps every tensor; the keys it sets move to the end, as ggml sets them") {
+    const std::string dir = temp_dir() + "/copy";
+    std::filesystem::create_directories(dir);
+    const tiny_model m(type_id::f16, 1u);  // general.file_type = 1, second key
+    m.write(dir + "/in.gguf");
+    models::quantize_options o;
+    o.only_copy = true;
+    const auto st = models::quantize_model(dir + "/in.gguf", dir + "/out.gguf", o);
+    CHECK(st.n_quantized == 0);
+    CHECK(st.n_kept == m.shapes.size());
+    const gguf::file in = gguf::file::open(dir + "/in.gguf");
+    const gguf::file out = gguf::file::open(dir + "/out.gguf");
+    REQUIRE(out.tensors().size() == in.tensors().size());
+    // llama-quantize's order: outside the layers by name, then layer by layer
+    CHECK(out.tensors()[0].name == "output.weight");
+    CHECK(out.tensors()[1].name == "output_norm.weight");
+    CHECK(out.tensors()[2].name == "token_embd.weight");
+    CHECK(out.tensors()[3].name == "blk.0.attn_norm.weight");
+    for (const auto& t : out.tensors()) {
+        const auto& r = in.tensor(t.name);
+        CHECK((t.type == r.type && t.size_bytes == r.size_bytes && std::memcmp(t.data, r.data, r.size_bytes) == 0));
+    }
+    auto keys = key_names(out);
+    CHECK(std::vector<std::string>(keys.end() - 2, keys.end()) == std::vector<std::string>{"general.quantization_version", "general.file_type"});
+    CHECK(out.meta().get<std::uint32_t>("general.file_type") == 1);
+    // without general.file_type: llama.cpp's guess (most tensors are f16: MOSTLY_F16 = 1) + 1024
+    tiny_model(type_id::f16).write(dir + "/in2.gguf");
+    models::quantize_model(dir + "/in2.gguf", dir + "/out2.gguf", o);
+    CHECK(gguf::file::open(dir + "/out2.gguf").meta().get<std::uint32_t>("general.file_type") == 1025);
+    tiny_model(type_id::f32).write(dir + "/in3.gguf");
+    models::quantize_model(dir + "/in3.gguf", dir + "/out3.gguf", o);
+    CHECK(gguf::file::open(dir + "/out3.gguf").meta().get<std::uint32_t>("general.file_type") == 1024);
+    // an override of a key that is there moves it to the end too
+    o.override_kv.push_back({models::kv_override::kind::str, "general.name", 0, 0, false, "renamed"});
+    models::quantize_model(dir + "/in.gguf", dir + "/out4.gguf", o);
+    const gguf::file o4 = gguf::file::open(dir + "/out4.gguf");
+    CHECK(key_names(o4).back() == "general.name");
+    CHECK(o4.meta().get<std::string>("general.name") == "renamed");
+    // the type options do not apply to COPY
+    o.override_kv.clear();
+    o.leave_output_tensor = true;
+    CHECK(error_of([&] { models::quantize_model(dir + "/in.gguf", dir + "/out5.gguf", o); }).find("only_copy (COPY) writes every tensor as it is") !=
+          std::string::npos);
+    std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("quantize_model: prune_layers leaves out layers and numbers the others again, as llama-quantize") {
+    const std::string dir = temp_dir() + "/prune";
+    std::filesystem::create_directories(dir);
+    const tiny_model m;
+    m.write(dir + "/in.gguf");
+    const gguf::file in = gguf::file::open(dir + "/in.gguf");
+    models::quantize_options o;
+    o.only_copy = true;
+    o.prune_layers = {2, 1, 2};  // any order, repeats ignored
+    const auto st = models::quantize_model(dir + "/in.gguf", dir + "/out.gguf", o);
+    CHECK(st.n_pruned == 8);
+    const gguf::file out = gguf::file::open(dir + "/out.gguf");
+    CHECK(out.tensors().size() == m.shapes.size() - 8);
+    CHECK(out.meta().get<std::uint32_t>("llama.block_count") == 2);
+    CHECK(key_names(out).back() == "llama.block_count");
+    CHECK(out.find_tensor("blk.2.attn_q.weight") == nullptr);
+    for (const char* n : {"attn_norm.weight", "attn_q.weight", "attn_v.weight", "ffn_down.weight"}) {
+        CAPTURE(n);
+        const auto& a = out.tensor(std::string("blk.1.") + n);  // was blk.3
+        const auto& b = in.tensor(std::string("blk.3.") + n);
+        CHECK((a.size_bytes == b.size_bytes && std::memcmp(a.data, b.data, a.size_bytes) == 0));
+        const auto& c = out.tensor(std::string("blk.0.") + n);  // stays blk.0
+        CHECK(std::memcmp(c.data, in.tensor(std::string("blk.0.") + n).data, c.size_bytes) == 0);
+    }
+    // the first layer: every later one moves down
+    o.prune_layers = {0};
+    models::quantize_model(dir + "/in.gguf", dir + "/out0.gguf", o);
+    const gguf::file o0 = gguf::file::open(dir + "/out0.gguf");
+    CHECK(o0.meta().get<std::uint32_t>("llama.block_count") == 3);
+    CHECK(std::memcmp(o0.tensor("blk.0.ffn_down.weight").data, in.tensor("blk.1.ffn_down.weight").data, 256 * 8 * 4) == 0);
+    CHECK(std::memcmp(o0.tensor("blk.2.ffn_down.weight").data, in.tensor("blk.3.ffn_down.weight").data, 256 * 8 * 4) == 0);
+    // quantizing: the imatrix is found under the input name; the rules count the input's 4 layers
+    std::unordered_map<std::string, std::vector<float>> imat;
+    imat["blk.3.ffn_down.weight"] = std::vector<float>(256, 1.0f);
+    o.only_copy = false;
+    o.ftype = models::llama_ftype::q4_K_M;
+    o.imatrix = &imat;
+    o.prune_layers = {1, 2};
+    o.dry_run = true;
+    const auto q = models::quantize_model(dir + "/in.gguf", "", o);
+    bool found = false;
+    for (const auto& r : q.tensors)
+        if (r.name == "blk.1.ffn_down.weight") {
+            found = true;
+            CHECK(r.used_imatrix);
+            // Q4_K_M gives ffn_down number i of n q6_K when i < n/8 || i >= 7n/8 || (i - n/8) % 3 == 2:
+            // the 2nd one kept (i = 1) of the input's n = 4 stays q4_K (of n = 2 it would be q6_K)
+            CHECK(r.out_type == type_id::q4_K);
+        } else if (r.name == "blk.0.ffn_down.weight") {
+            CHECK_FALSE(r.used_imatrix);
+            CHECK(r.out_type == type_id::q4_K);
+        }
+    CHECK(found);
+    // refused: a layer the model does not have, and every layer
+    o.dry_run = false;
+    o.prune_layers = {4};
+    CHECK(error_of([&] { models::quantize_model(dir + "/in.gguf", dir + "/x.gguf", o); }).find("prune_layers: layer 4 is not a layer of the model (llama.block_count = 4)") !=
+          std::string::npos);
+    o.prune_layers = {0, 1, 2, 3};
+    CHECK(error_of([&] { models::quantize_model(dir + "/in.gguf", dir + "/x.gguf", o); }).find("would leave out all 4 layers") != std::string::npos);
+    CHECK_FALSE(std::filesystem::exists(dir + "/x.gguf"));
+    std::filesystem::remove_all(dir);
 }

@@ -20,6 +20,11 @@
 //     other weight in `type`; `pure` turns that off.
 //   - f32, f16 and bf16 inputs are dequantized to f32 and quantized; inputs already in a
 //     quantized type are refused (errc::unsupported) unless allow_requantize.
+//   - only_copy (llama-quantize's COPY) writes every tensor as it is.
+// The input may be split in parts (gguf/split.hpp: give the first); the output is one file,
+// or with keep_split one part per input part. prune_layers drops whole blk.N layers.
+// Metadata keys the quantizer sets (general.file_type, ..., --override-kv keys) move to the
+// end of the key list, as ggml's gguf_set_val_* put them.
 #pragma once
 
 #include <algorithm>
@@ -44,6 +49,7 @@
 #include "tessera/core/error.hpp"
 #include "tessera/core/type_id.hpp"
 #include "tessera/gguf/reader.hpp"
+#include "tessera/gguf/split.hpp"
 #include "tessera/gguf/writer.hpp"
 #include "tessera/models/hparams.hpp"
 #include "tessera/models/imatrix.hpp"
@@ -103,6 +109,27 @@ struct quantize_options {
     // Set in the output after general.file_type, in order (the command line adds the
     // quantize.imatrix.* keys of an --imatrix file after the user's --override-kv ones).
     std::vector<kv_override> override_kv = {};
+    // COPY (llama-quantize's COPY file type): every tensor is written as it is, and
+    // general.file_type keeps the input's value (without one: llama.cpp's guess from the
+    // most common tensor type, plus 1024, llama.cpp's mark of a guess). With prune_layers,
+    // keep_split or override_kv it edits a model without converting a tensor; type, ftype
+    // and the type options are not used.
+    bool only_copy = false;
+    // --prune-layers: the blk.N layers to leave out (any order, repeats ignored; each
+    // below <arch>.block_count, and not all of them). The layers kept are numbered again
+    // from 0 in order and <arch>.block_count becomes their number. As in llama-quantize,
+    // the mixture rules still count the input's layers, and the imatrix is looked up under
+    // a tensor's input name.
+    std::vector<int> prune_layers = {};
+    // --keep-split: one output part per input part, with the same tensors, named
+    // gguf::split_path(out_path without its ".gguf", i, n), each with split.no,
+    // split.count and split.tensors.count when n > 1 (an input in one part gives
+    // OUT-00001-of-00001.gguf, as llama-quantize). Without it a split input is merged into
+    // out_path and its split.* keys are dropped.
+    bool keep_split = false;
+    // Writes one output file (default: w.write_to_file(path)); the CLI writes to a
+    // temporary name and renames once every part is written.
+    std::function<void(const gguf::writer& w, const std::string& path)> write = {};
     // Called once per tensor (done = 1 .. total); the output file is written after the
     // last call. An exception it throws stops the conversion (nothing is written) and
     // leaves quantize_model. Empty: no calls.
@@ -116,6 +143,8 @@ struct quantize_stats {
     std::uint64_t bytes_in = 0, bytes_out = 0;  // tensor data only
     std::vector<quantize_tensor_report> tensors;
     bool needs_imatrix = false;   // (dry_run) some target would need an importance matrix
+    std::vector<std::string> outputs;  // the files written (or, for a dry run, that would be)
+    std::size_t n_pruned = 0;          // tensors left out by prune_layers
 };
 
 // ggml's llama_ftype value for a file mostly in type t (general.file_type), or nullopt.
@@ -195,6 +224,8 @@ struct plan_entry {
     const gguf::tensor_info* t = nullptr;
     type_id out = type_id::f32;
     bool fell_back = false;
+    std::string name;  // the output's name (t->name unless prune_layers renumbered its layer)
+    int part = 0;      // the input part (gguf/split.hpp) t is in
 };
 
 // blk.N.* -> N, else -1 (llama-quantize writes the non-layer tensors first, then layer by
@@ -207,9 +238,9 @@ inline int layer_number(std::string_view name) {
     return i > 4 && i < name.size() && name[i] == '.' ? n : -1;
 }
 
-// The type of t by the llama-quantize rules (o.ftype set); fell_back when a shape fallback
-// was taken.
-inline type_id mixture_type(const gguf::tensor_info& t, const quantize_options& o, mixture& mix,
+// The type of a tensor (named `name` in the output) by the llama-quantize rules (o.ftype
+// set); fell_back when a shape fallback was taken.
+inline type_id mixture_type(const gguf::tensor_info& t, std::string_view name, const quantize_options& o, mixture& mix,
                             const std::vector<std::pair<std::regex, type_id>>& patterns, bool has_output, bool& fell_back) {
     fell_back = false;
     int dims = 1;
@@ -218,7 +249,6 @@ inline type_id mixture_type(const gguf::tensor_info& t, const quantize_options& 
             dims = d + 1;
             break;
         }
-    const std::string_view name = t.name;
     bool allowed = dims >= 2 && name.ends_with("weight") && name.find("_norm.weight") == std::string_view::npos &&
                    name.find("ffn_gate_inp.weight") == std::string_view::npos && name != "position_embd.weight" &&
                    name != "token_types.weight";
@@ -231,8 +261,9 @@ inline type_id mixture_type(const gguf::tensor_info& t, const quantize_options& 
     type_id out = ftype_info(*o.ftype).default_type;
     if (!is_quantized(out)) return out;
     bool manual = false;
+    const std::string name_s(name);
     for (const auto& [re, ty] : patterns)
-        if (std::regex_search(t.name, re)) {
+        if (std::regex_search(name_s, re)) {
             out = ty;
             manual = true;
             break;
@@ -241,37 +272,124 @@ inline type_id mixture_type(const gguf::tensor_info& t, const quantize_options& 
     return choose_type(t, out, fell_back);  // (the shape fallbacks)
 }
 
-// Every tensor of `in` with the type it is written in, in the order it is written.
-inline std::vector<plan_entry> plan_tensors(const gguf::file& in, const quantize_options& o) {
-    std::vector<plan_entry> plan;
-    if (!o.ftype) {
-        const bool has_output = in.find_tensor("output.weight") != nullptr;
-        for (const auto& t : in.tensors()) {
-            plan_entry e{&t, t.type, false};
-            const bool is_output = !o.pure && (t.name == "output.weight" || (t.name == "token_embd.weight" && !has_output));
-            e.out = choose_type(t, o.type, e.fell_back, is_output);
-            plan.push_back(e);
+// llama.cpp's guess of a file type from its tensors (llama_model_loader): the type most
+// tensors have (a tie goes to the type that reached the count first, in `order`), as a
+// llama_ftype, plus 1024.
+inline std::uint32_t guessed_ftype(const std::vector<plan_entry>& order) {
+    std::unordered_map<int, std::uint32_t> n;
+    std::uint32_t n_max = 0;
+    type_id t_max = type_id::f32;
+    for (const plan_entry& e : order) {
+        const std::uint32_t c = ++n[static_cast<int>(e.t->type)];
+        if (c > n_max) {
+            n_max = c;
+            t_max = e.t->type;
         }
-        return plan;
     }
-    for (const auto& t : in.tensors()) plan.push_back({&t, t.type, false});
-    std::stable_sort(plan.begin(), plan.end(), [](const plan_entry& a, const plan_entry& b) {
-        const int la = layer_number(a.t->name), lb = layer_number(b.t->name);
-        return la != lb ? la < lb : a.t->name < b.t->name;
-    });
+    const std::uint32_t f = t_max == type_id::iq2_s ? 28u : llama_ftype_of(t_max).value_or(0u);  // (iq2_s: MOSTLY_IQ2_S here)
+    return f | 1024u;
+}
+
+struct plan_result {
+    std::vector<plan_entry> entries;  // in the order they are written
+    int n_parts = 1;                  // output parts
+    std::optional<std::uint32_t> block_count;  // <arch>.block_count after prune_layers
+    std::uint32_t copy_ftype = 0;     // general.file_type of only_copy
+    std::size_t n_pruned = 0;
+};
+
+// Every tensor of the input parts with the type and name it is written with, in the
+// order it is written.
+inline plan_result plan_tensors(const std::vector<gguf::file>& parts, const quantize_options& o) {
+    plan_result res;
+    std::vector<plan_entry>& plan = res.entries;
+    for (std::size_t i = 0; i < parts.size(); ++i)
+        for (const auto& t : parts[i].tensors()) plan.push_back({&t, t.type, false, t.name, static_cast<int>(i)});
+    const gguf::metadata& meta = parts[0].meta();
+    std::string arch;
+    if (const gguf::value* a = meta.find_value("general.architecture")) arch = a->get<std::string>("general.architecture");
+    const std::optional<std::int64_t> n_layer = detail::meta_int(meta, arch + ".block_count");
+    // llama-quantize's order (ftype, COPY): the tensors outside layers by name, then layer by layer
+    const bool llama_order = o.ftype || o.only_copy;
+    if (llama_order)
+        std::stable_sort(plan.begin(), plan.end(), [](const plan_entry& a, const plan_entry& b) {
+            const int la = layer_number(a.t->name), lb = layer_number(b.t->name);
+            return la != lb ? la < lb : a.t->name < b.t->name;
+        });
+    if (o.only_copy) {
+        const std::optional<std::int64_t> ft = detail::meta_int(meta, "general.file_type");
+        res.copy_ftype = ft ? static_cast<std::uint32_t>(*ft) : guessed_ftype(plan);
+    }
+    if (!o.prune_layers.empty()) {
+        std::vector<int> prune = o.prune_layers;
+        std::sort(prune.begin(), prune.end());
+        prune.erase(std::unique(prune.begin(), prune.end()), prune.end());
+        if (arch.empty() || !n_layer)
+            fail(errc::invalid_argument, "quantize_model: prune_layers needs general.architecture and <arch>.block_count in the input");
+        if (prune.front() < 0 || prune.back() >= *n_layer)
+            fail(errc::invalid_argument, "quantize_model: prune_layers: layer " + std::to_string(prune.front() < 0 ? prune.front() : prune.back()) +
+                                             " is not a layer of the model (" + arch + ".block_count = " + std::to_string(*n_layer) + ")");
+        if (static_cast<std::int64_t>(prune.size()) >= *n_layer)
+            fail(errc::invalid_argument, "quantize_model: prune_layers would leave out all " + std::to_string(*n_layer) + " layers");
+        // llama-quantize's renumbering, visiting the layers in its order: a layer below the
+        // first pruned one keeps its number, every later kept layer takes the next free one
+        std::unordered_map<int, int> mapped;  // -1: pruned
+        int next = 0;
+        std::vector<plan_entry> kept;
+        for (plan_entry& e : plan) {
+            const int b = layer_number(e.t->name);
+            if (b < 0) {
+                kept.push_back(std::move(e));
+                continue;
+            }
+            auto it = mapped.find(b);
+            if (it == mapped.end()) {
+                int m = -1;
+                if (std::binary_search(prune.begin(), prune.end(), b)) m = -1;
+                else if (b < prune.front()) next = (m = b) + 1;
+                else m = next++;
+                it = mapped.emplace(b, m).first;
+            }
+            if (it->second < 0) {
+                ++res.n_pruned;
+                continue;
+            }
+            e.name = "blk." + std::to_string(it->second) + e.t->name.substr(e.t->name.find('.', 4));
+            kept.push_back(std::move(e));
+        }
+        plan = std::move(kept);
+        res.block_count = static_cast<std::uint32_t>(next);
+    }
+    // --keep-split: each part's tensors together, in the part's data order
+    if (o.keep_split) {
+        std::stable_sort(plan.begin(), plan.end(), [](const plan_entry& a, const plan_entry& b) {
+            return a.part != b.part ? a.part < b.part : a.t->offset < b.t->offset;
+        });
+        for (const plan_entry& e : plan) res.n_parts = std::max(res.n_parts, e.part + 1);
+    }
+    if (o.only_copy) return res;  // (every entry keeps its type)
+    if (!o.ftype) {
+        bool has_output = false;
+        for (const auto& e : plan) has_output |= e.name == "output.weight";
+        for (auto& e : plan) {
+            const bool is_output = !o.pure && (e.name == "output.weight" || (e.name == "token_embd.weight" && !has_output));
+            e.out = choose_type(*e.t, o.type, e.fell_back, is_output);
+        }
+        return res;
+    }
     mixture_model mm;
-    const gguf::metadata& meta = in.meta();
-    if (const gguf::value* a = meta.find_value("general.architecture")) mm.arch = a->get<std::string>("general.architecture");
+    mm.arch = arch.empty() ? mm.arch : arch;
     const std::string p = mm.arch + ".";
-    mm.n_layer = detail::meta_int(meta, p + "block_count").value_or(0);
+    mm.n_layer = n_layer.value_or(0);  // (the input's count, also after pruning, as llama-quantize)
     mm.n_head = detail::meta_int(meta, p + "attention.head_count").value_or(1);
     mm.n_head_kv = detail::meta_int(meta, p + "attention.head_count_kv").value_or(mm.n_head);
     mm.n_expert = detail::meta_int(meta, p + "expert_count").value_or(0);
-    mm.has_output = in.find_tensor("output.weight") != nullptr;
+    mm.has_output = false;
+    for (const auto& e : plan) mm.has_output |= e.name == "output.weight";
     mm.has_imatrix = o.imatrix != nullptr;
     std::int64_t n_attn_v = 0;
     for (const auto& e : plan)
-        if (role_of(e.t->name) == tensor_role::attn_v) ++n_attn_v;
+        if (role_of(e.name) == tensor_role::attn_v) ++n_attn_v;
     std::vector<std::pair<std::regex, type_id>> patterns;
     for (const auto& [pat, ty] : o.tensor_types) {
         try {
@@ -281,8 +399,8 @@ inline std::vector<plan_entry> plan_tensors(const gguf::file& in, const quantize
         }
     }
     mixture mix(*o.ftype, mm, n_attn_v);
-    for (auto& e : plan) e.out = mixture_type(*e.t, o, mix, patterns, mm.has_output, e.fell_back);
-    return plan;
+    for (auto& e : plan) e.out = mixture_type(*e.t, e.name, o, mix, patterns, mm.has_output, e.fell_back);
+    return res;
 }
 
 }  // namespace detail
@@ -293,7 +411,7 @@ inline quantize_stats quantize_model(const std::string& in_path, const std::stri
                                      const quantize_options& o) {
     const type_id target = o.ftype ? ftype_info(*o.ftype).default_type : o.type;
     const auto ftype = o.ftype ? std::optional<std::uint32_t>(static_cast<std::uint32_t>(*o.ftype)) : llama_ftype_of(target);
-    if (!o.ftype && (!is_valid_type_id(static_cast<std::int64_t>(target)) || !ftype || !quant::can_quantize(target)))
+    if (!o.only_copy && !o.ftype && (!is_valid_type_id(static_cast<std::int64_t>(target)) || !ftype || !quant::can_quantize(target)))
         fail(errc::unsupported, "quantize_model: cannot quantize to type id " +
                                     std::to_string(static_cast<int>(target)) +
                                     (is_valid_type_id(static_cast<std::int64_t>(target))
@@ -302,44 +420,86 @@ inline quantize_stats quantize_model(const std::string& in_path, const std::stri
     for (const auto& ot : {o.output_tensor_type, o.token_embedding_type})
         if (ot && !is_valid_type_id(static_cast<std::int64_t>(*ot)))
             fail(errc::invalid_argument, "quantize_model: output/token embedding type id " + std::to_string(static_cast<int>(*ot)) + " is not a type");
-    if ((o.output_tensor_type || o.token_embedding_type || !o.tensor_types.empty() || o.leave_output_tensor) && !o.ftype)
+    const bool type_options = o.output_tensor_type || o.token_embedding_type || !o.tensor_types.empty() || o.leave_output_tensor;
+    if (type_options && o.only_copy)
+        fail(errc::invalid_argument, "quantize_model: only_copy (COPY) writes every tensor as it is; output_tensor_type, "
+                                     "token_embedding_type, tensor_types and leave_output_tensor do not apply");
+    if (type_options && !o.ftype)
         fail(errc::invalid_argument, "quantize_model: output_tensor_type, token_embedding_type, tensor_types and leave_output_tensor need a file type (ftype)");
     if (o.n_threads < 1)
         fail(errc::invalid_argument, "quantize_model: n_threads = " + std::to_string(o.n_threads) + " (must be >= 1)");
     if (in_path == out_path && !o.dry_run) fail(errc::invalid_argument, "quantize_model: input and output are the same file '" + in_path + "'");
 
-    gguf::file in = gguf::file::open(in_path);
-    const std::vector<detail::plan_entry> plan = detail::plan_tensors(in, o);
-    gguf::writer w;
+    const std::vector<gguf::file> parts = gguf::open_split(in_path);
+    const gguf::file& in = parts[0];
+    const detail::plan_result pr = detail::plan_tensors(parts, o);
+    const std::vector<detail::plan_entry>& plan = pr.entries;
+    // llama-quantize's keys, each set as ggml sets one (moved to the end of the list)
+    std::vector<gguf::writer> ws(static_cast<std::size_t>(pr.n_parts));
+    gguf::writer& w = ws[0];
     w.copy_metadata(in.meta());
-    if (o.ftype) {  // llama-quantize's keys, in its order
-        w.set<std::uint32_t>("general.quantization_version", 2);
-        w.set<std::uint32_t>("general.file_type", *ftype);
+    auto set_last = [&](std::string_view key, auto v) {
+        w.remove(key);
+        w.set(key, v);
+    };
+    if (o.only_copy) {
+        set_last("general.quantization_version", std::uint32_t{2});
+        set_last("general.file_type", pr.copy_ftype);
+    } else if (o.ftype) {
+        set_last("general.quantization_version", std::uint32_t{2});
+        set_last("general.file_type", *ftype);
     } else {
-        w.set<std::uint32_t>("general.file_type", *ftype);
+        set_last("general.file_type", *ftype);
         if (is_quantized(target))
-            w.set<std::uint32_t>("general.quantization_version", 2);
+            set_last("general.quantization_version", std::uint32_t{2});
         else
             w.remove("general.quantization_version");
     }
+    for (const std::string_view k : {gguf::split_no_key, gguf::split_count_key, gguf::split_tensors_count_key}) w.remove(k);
     for (const kv_override& k : o.override_kv) {
         if (k.key.empty() || k.key.size() > 127) fail(errc::invalid_argument, "quantize_model: override key '" + k.key + "' must be 1..127 bytes");
         switch (k.tag) {
             case kv_override::kind::int_:
-                w.set<std::uint32_t>(k.key, static_cast<std::uint32_t>(k.i < 0 ? -static_cast<std::uint64_t>(k.i) : static_cast<std::uint64_t>(k.i)));
+                set_last(k.key, static_cast<std::uint32_t>(k.i < 0 ? -static_cast<std::uint64_t>(k.i) : static_cast<std::uint64_t>(k.i)));
                 break;
-            case kv_override::kind::float_: w.set<float>(k.key, static_cast<float>(k.f)); break;
-            case kv_override::kind::bool_: w.set(k.key, k.b); break;
-            case kv_override::kind::str: w.set(k.key, std::string_view(k.s)); break;
+            case kv_override::kind::float_: set_last(k.key, static_cast<float>(k.f)); break;
+            case kv_override::kind::bool_: set_last(k.key, k.b); break;
+            case kv_override::kind::str: set_last(k.key, std::string_view(k.s)); break;
         }
     }
+    if (pr.block_count) set_last(in.meta().get<std::string>("general.architecture") + ".block_count", *pr.block_count);
+    if (pr.n_parts > 1)
+        for (std::size_t i = 0; i < ws.size(); ++i) {
+            ws[i].remove(gguf::split_no_key);
+            ws[i].set(gguf::split_no_key, static_cast<std::uint16_t>(i));
+            ws[i].remove(gguf::split_count_key);
+            ws[i].set(gguf::split_count_key, static_cast<std::uint16_t>(pr.n_parts));
+            ws[i].remove(gguf::split_tensors_count_key);
+            ws[i].set(gguf::split_tensors_count_key, static_cast<std::int32_t>(plan.size()));
+        }
+    // The imatrix of an output tensor: under its input name (prune_layers renames)
+    auto imatrix_of = [&](const detail::plan_entry& pe) -> const std::vector<float>* {
+        if (!o.imatrix) return nullptr;
+        auto it = o.imatrix->find(pe.t->name);
+        return it == o.imatrix->end() ? nullptr : &it->second;
+    };
 
     quantize_stats st;
+    if (o.keep_split) {
+        const std::string prefix = out_path.ends_with(".gguf") ? out_path.substr(0, out_path.size() - 5) : out_path;
+        for (int i = 0; i < pr.n_parts; ++i) st.outputs.push_back(gguf::split_path(prefix, i, pr.n_parts));
+    } else {
+        st.outputs.push_back(out_path);
+    }
+    if (!o.dry_run)
+        for (const std::string& out : st.outputs)
+            for (const gguf::file& f : parts)
+                if (f.source() == out) fail(errc::invalid_argument, "quantize_model: the output '" + out + "' is an input file");
     // targets that need an importance matrix, before any work (as llama-quantize)
     for (const detail::plan_entry& pe : plan) {
         const gguf::tensor_info& t = *pe.t;
-        if (!o.ftype || !is_quantized(pe.out) || pe.out == t.type || !requires_imatrix(t.name, pe.out, *o.ftype)) continue;
-        if (o.imatrix && o.imatrix->count(t.name)) continue;
+        if (!o.ftype || !is_quantized(pe.out) || pe.out == t.type || !requires_imatrix(pe.name, pe.out, *o.ftype)) continue;
+        if (imatrix_of(pe)) continue;
         if (!o.dry_run)
             fail(errc::invalid_argument, "quantize_model: " + detail::tensor_label(t) + " -> " + std::string(type_name(pe.out)) +
                                              " needs an importance matrix (" + std::string(ftype_info(*o.ftype).name) +
@@ -347,15 +507,16 @@ inline quantize_stats quantize_model(const std::string& in_path, const std::stri
         st.needs_imatrix = true;
     }
     quantize_progress progress;
-    progress.total = in.tensors().size();
-    for (const auto& t : in.tensors()) progress.bytes_total += t.size_bytes;
+    progress.total = plan.size();
+    for (const auto& pe : plan) progress.bytes_total += pe.t->size_bytes;
     std::vector<std::vector<std::byte>> buffers;  // outputs, kept alive until the write
-    buffers.reserve(in.tensors().size());
+    buffers.reserve(plan.size());
     std::vector<float> f32;
     for (const detail::plan_entry& pe : plan) {
         const gguf::tensor_info& t = *pe.t;
+        gguf::writer& wp = ws[static_cast<std::size_t>(o.keep_split ? pe.part : 0)];
         quantize_tensor_report rep;
-        rep.name = t.name;
+        rep.name = pe.name;
         rep.in_type = t.type;
         rep.ne = t.ne;
         rep.n_dims = t.n_dims;
@@ -363,7 +524,8 @@ inline quantize_stats quantize_model(const std::string& in_path, const std::stri
         const bool fb = pe.fell_back;
         const type_id out_t = pe.out;
         if (out_t == t.type) {
-            w.add_tensor_view(t);
+            const std::size_t nd = t.n_dims > 0 ? static_cast<std::size_t>(t.n_dims) : 1;
+            wp.add_tensor_view(pe.name, t.type, std::span<const std::int64_t>(t.ne.data(), nd), t.bytes());
             rep.out_type = t.type;
             rep.bytes_out = t.size_bytes;
             ++st.n_kept;
@@ -373,7 +535,7 @@ inline quantize_stats quantize_model(const std::string& in_path, const std::stri
             rep.bytes_out = static_cast<std::uint64_t>(nrows * row_size(out_t, t.ne[0]));
             rep.quantized = true;
             rep.fell_back = fb;
-            rep.used_imatrix = o.imatrix && o.imatrix->count(t.name);
+            rep.used_imatrix = imatrix_of(pe) != nullptr;
             ++st.n_quantized;
             if (fb) ++st.n_fallback;
         } else {
@@ -388,14 +550,11 @@ inline quantize_stats quantize_model(const std::string& in_path, const std::stri
             const std::int64_t n_per_row = t.ne[0];
             const std::int64_t nrows = t.n_elements() / std::max<std::int64_t>(n_per_row, 1);
             const float* imat = nullptr;
-            if (o.imatrix) {
-                if (auto it = o.imatrix->find(t.name); it != o.imatrix->end()) {
-                    if (static_cast<std::int64_t>(it->second.size()) != n_per_row)
-                        fail(errc::shape_mismatch, "quantize_model: " + detail::tensor_label(t) + ": imatrix has " +
-                                                       std::to_string(it->second.size()) + " values, not " +
-                                                       std::to_string(n_per_row));
-                    imat = it->second.data();
-                }
+            if (const std::vector<float>* im = imatrix_of(pe)) {
+                if (static_cast<std::int64_t>(im->size()) != n_per_row)
+                    fail(errc::shape_mismatch, "quantize_model: " + detail::tensor_label(t) + ": imatrix has " +
+                                                   std::to_string(im->size()) + " values, not " + std::to_string(n_per_row));
+                imat = im->data();
             }
             const std::int64_t in_rs = row_size(t.type, n_per_row);
             const std::int64_t out_rs = row_size(out_t, n_per_row);
@@ -434,7 +593,7 @@ inline quantize_stats quantize_model(const std::string& in_path, const std::stri
             }
             const std::size_t nd = t.n_dims > 0 ? static_cast<std::size_t>(t.n_dims) : 1;
             buffers.push_back(std::move(out));
-            w.add_tensor_view(t.name, out_t, std::span<const std::int64_t>(t.ne.data(), nd), buffers.back());
+            wp.add_tensor_view(pe.name, out_t, std::span<const std::int64_t>(t.ne.data(), nd), buffers.back());
             rep.out_type = out_t;
             rep.bytes_out = buffers.back().size();
             rep.quantized = true;
@@ -453,7 +612,14 @@ inline quantize_stats quantize_model(const std::string& in_path, const std::stri
             o.progress(progress);
         }
     }
-    if (!o.dry_run) w.write_to_file(out_path);
+    st.n_pruned = pr.n_pruned;
+    if (!o.dry_run)
+        for (std::size_t i = 0; i < ws.size(); ++i) {
+            if (o.write)
+                o.write(ws[i], st.outputs[i]);
+            else
+                ws[i].write_to_file(st.outputs[i]);
+        }
     return st;
 }
 
