@@ -732,6 +732,7 @@ template <class B>
 struct w_rows4 {
     static constexpr bool q4 = std::is_same_v<B, qg::block_q4_0>;
     static constexpr std::size_t rec_bytes = q4 ? 288 : 544, qbytes = q4 ? 256 : 512;
+    static constexpr std::size_t stream_ahead = q4 ? 4096 : 0;  // (qgemm_rows4_wide)
     const std::byte* quad;
     int first = 0;  // the tile's first row in the quad
     static TESSERA_ALWAYS_INLINE w_rows4 at(const std::byte* base, std::int64_t ng, std::int64_t r) {
@@ -809,6 +810,7 @@ TESSERA_ALWAYS_INLINE void k4_split(const std::byte* r, int s, int h, typename V
 }
 struct w_k4_rows4 {  // one quad of a repacked q4_K matrix (296-byte records)
     static constexpr std::size_t rec_bytes = 296;
+    static constexpr std::size_t stream_ahead = 4096;  // (qgemm_rows4_wide)
     const std::byte* quad;
     int first = 0;
     static TESSERA_ALWAYS_INLINE w_k4_rows4 at(const std::byte* base, std::int64_t ng, std::int64_t r) {
@@ -961,8 +963,11 @@ struct qgemm_layouts<qg::block_q4_K> {
 
 // ---- the tile ----------------------------------------------------------------------------
 // RM x RN outputs: rows w.rec(0..RM) x RN packed activation rows (ys bytes apart); one body
-// for every vector width (V::halves vectors per group of 16 lanes).
-template <class A, class V, class C, int RM, int RN, class W>
+// for every vector width (V::halves vectors per group of 16 lanes). Ahead > 0 (weights read
+// once from memory: repacked rows, few columns): before each group, its records' length of
+// cache lines Ahead bytes further on is prefetched into L2 (the tile's rows are one quad,
+// contiguous, so that is the stream the next groups and the next quad read).
+template <class A, class V, class C, int RM, int RN, class W, std::size_t Ahead = 0>
 TESSERA_ALWAYS_INLINE void qgemm_tile(std::int64_t ng, W w, const std::byte* y, std::size_t ys, float* out, std::size_t ldo,
                                       std::int64_t rows) {
     constexpr bool vnni = V::vnni;
@@ -979,6 +984,11 @@ TESSERA_ALWAYS_INLINE void qgemm_tile(std::int64_t ng, W w, const std::byte* y, 
     for (std::int64_t g = 0; g < ng; ++g) {
         const std::byte* wr[RM];
         for (int i = 0; i < RM; ++i) wr[i] = w.rec(i, g);
+        if constexpr (Ahead > 0) {
+            static_assert(RM == 4, "the prefetch covers one quad's records");
+            const auto* p = reinterpret_cast<const char*>(wr[0]) + Ahead;  // (a prefetch past the end never faults)
+            for (std::size_t o = 0; o < 4 * W::rec_bytes; o += 64) __builtin_prefetch(p + o, 0, 2);
+        }
         const std::byte* yg = y + static_cast<std::size_t>(g) * lay.bytes;
         for (int h = 0; h < V::halves; ++h) {
             const auto hs = static_cast<std::size_t>(h * step);
@@ -1028,7 +1038,7 @@ TESSERA_ALWAYS_INLINE void qgemm_tile(std::int64_t ng, W w, const std::byte* y, 
 // Rows [0, pr) of a panel (or of 16 repacked rows) from base times n columns: the column
 // tiles outside, so the rows' records stay in L1/L2 across the columns; 4-row tiles when
 // there are fewer than qgemm_rn columns (one pass over each quad's records in memory order).
-template <class A, class V, class C, class L, int RM>
+template <class A, class V, class C, class L, int RM, std::size_t Ahead = 0>
 TESSERA_ALWAYS_INLINE void qgemm_sweep(std::int64_t ng, const std::byte* base, std::int64_t pr, std::int64_t n, const std::byte* y,
                                        std::size_t ys, float* out, std::size_t ldo) {
     for (std::int64_t c = 0; c < n; c += qgemm_rn) {
@@ -1037,19 +1047,19 @@ TESSERA_ALWAYS_INLINE void qgemm_sweep(std::int64_t ng, const std::byte* base, s
         for (std::int64_t r = 0; r < pr; r += RM) {
             const L w = L::at(base, ng, r);
             switch (n - c) {
-                case 1: qgemm_tile<A, V, C, RM, 1>(ng, w, yc, ys, oc + r, ldo, pr - r); break;
-                case 2: qgemm_tile<A, V, C, RM, 2>(ng, w, yc, ys, oc + r, ldo, pr - r); break;
-                case 3: qgemm_tile<A, V, C, RM, 3>(ng, w, yc, ys, oc + r, ldo, pr - r); break;
-                default: qgemm_tile<A, V, C, RM, qgemm_rn>(ng, w, yc, ys, oc + r, ldo, pr - r); break;
+                case 1: qgemm_tile<A, V, C, RM, 1, L, Ahead>(ng, w, yc, ys, oc + r, ldo, pr - r); break;
+                case 2: qgemm_tile<A, V, C, RM, 2, L, Ahead>(ng, w, yc, ys, oc + r, ldo, pr - r); break;
+                case 3: qgemm_tile<A, V, C, RM, 3, L, Ahead>(ng, w, yc, ys, oc + r, ldo, pr - r); break;
+                default: qgemm_tile<A, V, C, RM, qgemm_rn, L>(ng, w, yc, ys, oc + r, ldo, pr - r); break;
             }
         }
     }
 }
-template <class A, class V, class C, class L>
+template <class A, class V, class C, class L, std::size_t Ahead = 0>
 TESSERA_ALWAYS_INLINE void qgemm_rows(std::int64_t ng, const std::byte* base, std::int64_t pr, std::int64_t n, const std::byte* y,
                                       std::size_t ys, float* out, std::size_t ldo) {
     if (n < qgemm_rn)
-        qgemm_sweep<A, V, C, L, qgemm_rm_narrow>(ng, base, pr, n, y, ys, out, ldo);
+        qgemm_sweep<A, V, C, L, qgemm_rm_narrow, Ahead>(ng, base, pr, n, y, ys, out, ldo);
     else
         qgemm_sweep<A, V, C, L, qgemm_rm>(ng, base, pr, n, y, ys, out, ldo);
 }
@@ -1068,7 +1078,10 @@ void qgemm_wide(std::int64_t k, std::int64_t m, std::int64_t n, const B* x, std:
         qgemm_rows<A, V, C, L>(ng, work, pr, n, y, ys, out + p0, ldo);
     }
 }
-// Repacked rows (m % 4 == 0), 16 rows (four quads) per sweep over the columns.
+// Repacked rows (m % 4 == 0), 16 rows (four quads) per sweep over the columns; with fewer
+// than qgemm_rn columns each quad is read once, in memory order, prefetched L::stream_ahead
+// bytes ahead (measured in docs/kernels.md: q4_0 and q4_K gain, q8_0, whose hardware
+// prefetch already keeps up, lost 3-7 % and has none).
 template <class A, class V, class B>
 void qgemm_rows4_wide(std::int64_t k, std::int64_t m, std::int64_t n, const std::byte* x, const std::byte* y, std::size_t ys,
                       float* out, std::size_t ldo) {
@@ -1078,7 +1091,7 @@ void qgemm_rows4_wide(std::int64_t k, std::int64_t m, std::int64_t n, const std:
     const std::size_t quad = static_cast<std::size_t>(4 * ng) * L::rec_bytes;
     for (std::int64_t p0 = 0; p0 < m; p0 += qgemm_panel) {
         const std::int64_t pr = m - p0 < qgemm_panel ? m - p0 : qgemm_panel;
-        qgemm_rows<A, V, C, L>(ng, x + static_cast<std::size_t>(p0 / 4) * quad, pr, n, y, ys, out + p0, ldo);
+        qgemm_rows<A, V, C, L, L::stream_ahead>(ng, x + static_cast<std::size_t>(p0 / 4) * quad, pr, n, y, ys, out + p0, ldo);
     }
 }
 
