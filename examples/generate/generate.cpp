@@ -90,6 +90,8 @@ constexpr const char* usage_text =
     "                       the ranks overlap on successive micro-batches\n"
     "  --kv f16|f32         KV cache type (default f16)\n"
     "  --no-fa              mul_mat + soft_max attention instead of flash_attn_ext\n"
+    "  --repack             copy the CPU's q4_0 / q8_0 / q4_K matrices into the packed GEMM's layout\n"
+    "                       at load (llama.cpp's CPU_REPACK; default: read in place from the file)\n"
     "  --device NAME        cpu, vulkan, a device name such as Vulkan0, or best (default):\n"
     "                       the first GPU that is not a software driver, else the CPU; ops\n"
     "                       the device does not compute run on the CPU\n"
@@ -117,7 +119,7 @@ struct args {
     models::sampler_params sp{.temp = 0.0f, .top_k = 40, .top_p = 0.95f, .seed = 1};
     type_id kv = type_id::f16, random_type = type_id::q8_0;
     bool random_110m = false;
-    bool flash_attn = true;
+    bool flash_attn = true, repack = false;
     std::string device = "best";
     int n_copies = 1;
     bool mpi = false;
@@ -288,6 +290,8 @@ args parse(int argc, char** argv, bool& help) {
             else throw usage_error("--kv must be f16 or f32, not '" + v + "'");
         } else if (o == "--no-fa") {
             a.flash_attn = false;
+        } else if (o == "--repack") {
+            a.repack = true;
         } else if (o == "--device") {
             a.device = value();
         } else if (o == "--n-copies") {
@@ -509,7 +513,8 @@ int run(const args& a, cli::state& st) {
                    .pipeline = pipeline,
                    .layer_split = a.split_layers,
                    .progress = a.quiet ? std::function<void(const models::load_progress&)>()
-                                       : [progress](const models::load_progress& p) { (*progress)(p); }});
+                                       : [progress](const models::load_progress& p) { (*progress)(p); },
+                   .repack = a.repack});
         if (!a.quiet) progress->line(progress->seen, "loaded");
         if (!cleanup.path.empty()) {  // the weights stay mapped
             std::remove(cleanup.path.c_str());

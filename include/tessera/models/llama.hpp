@@ -35,6 +35,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "tessera/backend/any.hpp"
@@ -95,6 +96,14 @@ struct llama_options {
     // fast; the upload to a device is where the bytes move. An exception it throws stops
     // the load and leaves the constructor. Empty: no calls.
     std::function<void(const load_progress&)> progress = {};  // (a default: designated initializers may omit it)
+    // true: the matrices the CPU multiplies (attention and FFN weights, an untied
+    // output.weight) in q4_0, q8_0 or q4_K (and iq4_nl on AArch64) whose rows fill whole
+    // records of the repacked layout are copied at load into a CPU_REPACK buffer
+    // (backend/cpu/repack.hpp), the layout the packed GEMM reads, as llama.cpp's CPU_REPACK
+    // does; their bytes then live in memory besides the mapping. Off by default: on the
+    // machines measured (docs/models.md) the weights read in place were as fast or faster,
+    // for one token and for prompts.
+    bool repack = false;
 };
 
 class llama_model {
@@ -141,6 +150,14 @@ public:
     std::int64_t n_params() const noexcept { return s_->n_params; }
     // Bytes of all weight tensors.
     std::size_t weight_bytes() const noexcept { return s_->weight_bytes; }
+    // Bytes of the CPU_REPACK buffers holding the matrices repacked at load (llama_options::
+    // repack; 0 when none was).
+    std::size_t repacked_bytes() const noexcept {
+        std::size_t n = 0;
+        for (const placed& d : s_->devs)
+            if (d.repacked) n += d.repacked.size();
+        return n;
+    }
     // Bytes of the compute buffer the scheduler planned for the graphs so far (ggml's
     // "compute buffer size"): intermediate tensors share memory where their lifetimes
     // allow, and ops run in place over dying sources (graph/op_traits.hpp).
@@ -235,6 +252,8 @@ private:
         backend::any_device dev;
         backend::any_backend stream;  // the CPU's is state::cpu
         backend::any_buffer weights, kv;
+        backend::any_buffer repacked;  // (CPU, llama_options::repack) the matrices stored repacked
+        std::unordered_map<std::string, std::size_t> repack_at;  // their offsets in `repacked`
         bool upload = false;          // weights are copied into `weights` tensor by tensor
         std::int64_t first = 0, end = 0;
         graph::node* rope_freqs = nullptr;
@@ -331,10 +350,42 @@ private:
         state& s = *s_;
         placed& d = s.devs.at(dev);
         graph::node* n = s.ctx->new_tensor(t.type, t.ne, t.name);
+        if (const auto it = d.repack_at.find(t.name); it != d.repack_at.end()) {
+            backend::tensor_alloc(d.repacked, *n, static_cast<std::byte*>(d.repacked.base()) + it->second);
+            backend::tensor_set(*n, t.data, 0, static_cast<std::size_t>(t.size_bytes));  // stored repacked
+            return n;
+        }
         const auto section = s.file.data_section();
         backend::tensor_alloc(d.weights, *n, static_cast<std::byte*>(d.weights.base()) + (t.data - section.data()));
         if (d.upload) backend::tensor_set(*n, t.data, 0, static_cast<std::size_t>(t.size_bytes));  // upload once
         return n;
+    }
+    // llama_options::repack: the matrices of d's layers (and an untied output.weight on the
+    // last device) that CPU_REPACK stores repacked get offsets in one such buffer.
+    void plan_repack(placed& d) {
+        state& s = *s_;
+        std::vector<std::string> names;
+        for (std::int64_t i = d.first; i < d.end; ++i)
+            for (const char* w : {"attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up", "ffn_down"})
+                names.push_back("blk." + std::to_string(i) + "." + w + ".weight");
+        if (&d == &s.devs.back()) names.emplace_back("output.weight");
+        graph::context probe(graph::context_options{true});
+        std::size_t total = 0;
+        for (const std::string& name : names) {
+            const gguf::tensor_info* t = s.file.find_tensor(name);
+            if (!t) continue;
+            graph::node* n = probe.new_tensor(t->type, t->ne, name);
+            // only where the layout adds no padding: a row that fills part of its last record
+            // (768 wide: 1.5 records of 512) costs more bytes per token than the layout saves
+            // (docs/models.md, random 110 M model)
+            if (!backend::repackable(*n) || backend::repack_alloc_size(*n) * 288 > static_cast<std::size_t>(t->size_bytes) * 296) continue;
+            total = (total + backend::repack_alignment - 1) / backend::repack_alignment * backend::repack_alignment;
+            d.repack_at.emplace(name, total);
+            total += backend::repack_alloc_size(*n);
+        }
+        if (d.repack_at.empty()) return;
+        d.repacked = backend::repack_buffer_type().alloc_buffer(total);
+        d.repacked.set_usage(backend::buffer_usage::weights);
     }
     // The same file tensor as w, also on device dev (tied output, rope_freqs per device).
     graph::node* weight_on(const graph::node* w, std::size_t dev) {
@@ -438,6 +489,7 @@ private:
                     wp = s.weights_copy.get();
                 }
                 d.weights = backend::cpu_buffer_from_ptr(wp, data.size());
+                if (s.opt.repack) plan_repack(d);
                 continue;
             }
             d.stream = d.dev.init_backend(std::to_string(s.n_threads));
