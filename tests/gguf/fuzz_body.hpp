@@ -1,7 +1,8 @@
 // The property the GGUF fuzzer checks, shared with the regression test that replays
 // inputs the fuzzer found: parsing any bytes either throws tessera::error(errc::format)
-// or yields a file whose every accessor works, and which, re-written by the writer,
-// parses again to the same metadata and tensors.
+// or yields a file whose every accessor works, which gguf::open_split takes as a first
+// part or refuses with a clear error, and which, re-written by the writer, parses again to
+// the same metadata and tensors.
 #pragma once
 
 #include <cstddef>
@@ -11,6 +12,7 @@
 #include <string>
 
 #include "tessera/gguf/reader.hpp"
+#include "tessera/gguf/split.hpp"
 #include "tessera/gguf/writer.hpp"
 
 namespace gguf_fuzz {
@@ -50,6 +52,16 @@ inline bool check_one(const std::uint8_t* data, std::size_t size) {
         if (f.find_tensor(t.name) != &t) throw std::logic_error("find_tensor does not find " + t.name);
     }
     (void)sink;
+    // As the first part of a model in parts (the same bytes standing for every part): the
+    // split keys, whatever their types and values, give a clear error or the parts.
+    try {
+        const auto parts = gguf::open_split(gguf::file::from_buffer(bytes, "fuzz-00001-of-00002.gguf"),
+                                            [&](const std::string& p) { return gguf::file::from_buffer(bytes, p); });
+        if (parts.empty()) throw std::logic_error("open_split returned no part");
+    } catch (const error& e) {
+        if (e.code() != errc::format && e.code() != errc::invalid_argument)
+            throw std::logic_error(std::string("open_split: wrong error code: ") + e.what());
+    }
     // Re-write and re-read: the same metadata payloads and tensors. A legal but huge
     // general.alignment (up to 2^31) would make the writer emit that much padding; the
     // round trip is checked for alignments up to 1 MiB only.

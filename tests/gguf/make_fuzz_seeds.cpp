@@ -70,6 +70,16 @@ int main(int argc, char** argv) {
         }
         save(dir, "tensors-align" + std::to_string(align) + ".gguf", w.to_bytes());
     }
+    {  // the first part of a model in two parts (gguf/split.hpp: the split keys)
+        gguf::writer w;
+        w.set("general.architecture", "llama");
+        w.set<std::uint16_t>("split.no", 0);
+        w.set<std::uint16_t>("split.count", 2);
+        w.set<std::int32_t>("split.tensors.count", 2);
+        std::vector<std::byte> d(16, std::byte{0x3c});
+        w.add_tensor("t0", type_id::f32, {4}, d);
+        save(dir, "split-part1.gguf", w.to_bytes());
+    }
     {  // handcrafted: empty, and a few broken headers / infos
         gguf_test::raw r;
         r.header(0, 0);

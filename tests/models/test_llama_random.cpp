@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "tessera/gguf/reader.hpp"
+#include "tessera/kernels/quant/repack.hpp"
 #include "tessera/models/llama.hpp"
 #include "tessera/models/random.hpp"
 #include "tessera/simd/dispatch.hpp"
@@ -275,15 +276,32 @@ TEST_CASE("random model: matrices repacked at load (llama_options::repack, CPU_R
                     CHECK(rep.m->repacked_bytes() >= mats);
                     CHECK(rep.m->repacked_bytes() <= rep.m->weight_bytes() * q4k / 288 + 64 * 16);
                 } else {
-                    // 256-wide rows would fill half a record: only ffn_down (rows of 512) is repacked
-                    CHECK(rep.m->repacked_bytes() == 2 * 256 * static_cast<std::size_t>(row_size(t, 512)) * q4k / 288);
+                    const std::size_t down = 2 * 256 * static_cast<std::size_t>(row_size(t, 512)) * q4k / 288;
+                    if (kernels::repack_layout_for(t, 256, simd::active_arch()) == kernels::repack_layout::rows4_x16) {
+                        // records of 16 blocks: 256-wide rows would fill half of one, so only
+                        // ffn_down (rows of 512) is repacked
+                        CHECK(rep.m->repacked_bytes() == down);
+                    } else {  // (AArch64's q4_0 interleaves have the plain size: every matrix)
+                        CHECK(rep.m->repacked_bytes() > down);
+                        CHECK(rep.m->repacked_bytes() <= rep.m->weight_bytes());
+                    }
                 }
                 const auto toks = some_tokens(rep.m->n_vocab(), 9);
                 plain.m->reset();
                 const auto a = rep.m->eval(toks, true), b = plain.m->eval(toks, true);
                 CHECK(rel_diff(a, b) < 1e-4);  // the same integer dots, f32 sums in another order
-                // and token by token (the N = 1 path of the repacked GEMM)
-                CHECK(rel_diff(one_by_one(*rep.m, toks), one_by_one(*plain.m, toks)) < 1e-4);
+                // and token by token (the N = 1 path of the repacked GEMM against the plain gemv)
+                const double d1 = rel_diff(one_by_one(*rep.m, toks), one_by_one(*plain.m, toks));
+                MESSAGE(type_name(t) << " E " << E << ": token by token, repacked against in place: " << d1);
+#if defined(TESSERA_X86)
+                CHECK(d1 < 1e-4);  // the same activation quantization on both paths
+#else
+                // AArch64: the gemv quantizes the activation with q8_0 / q8_K's row quantizer and
+                // the repacked GEMM with its own, which rounds some values differently (measured
+                // under qemu: 5e-3 for q4_0, 1.6e-2 for q4_K); both stay within the quantized
+                // types' bound against the same weights in f32 (the test above: 3e-2)
+                CHECK(d1 < 3e-2);
+#endif
             }
         }
     }

@@ -12,7 +12,8 @@
 // five digits each.
 //
 // open_split opens the part it is given and, when that part says split.count > 1, the
-// other parts named after it. It refuses, naming the file and the key: a part given that
+// other parts named after it (from files, or through a caller's function: the fuzzer
+// gives parts from memory). It refuses, naming the file and the key: a part given that
 // is not the first, a name without the -NNNNN-of-MMMMM.gguf ending, a missing part, a
 // part whose split.no or split.count disagrees, a tensor name in two parts, and a total
 // tensor count other than split.tensors.count.
@@ -20,6 +21,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -83,11 +85,12 @@ inline std::optional<std::int64_t> split_key(const file& f, std::string_view key
 }
 }  // namespace detail
 
-// The parts of the model whose (first) file is `path`: just that file when it has no
-// split.count or split.count = 1.
-inline std::vector<file> open_split(const std::string& path) {
+// The parts of the model whose first part is `first` (named by its source()), the others
+// opened by open_part(name); just `first` when it has no split.count or split.count = 1.
+inline std::vector<file> open_split(file first, const std::function<file(const std::string&)>& open_part) {
+    const std::string path = first.source();
     std::vector<file> parts;
-    parts.push_back(file::open(path));
+    parts.push_back(std::move(first));
     const std::int64_t count = detail::split_key(parts[0], split_count_key, max_split_count).value_or(1);
     if (count <= 1) return parts;
     const auto no = detail::split_key(parts[0], split_no_key, max_split_count);
@@ -116,7 +119,7 @@ inline std::vector<file> open_split(const std::string& path) {
     add_names(parts[0]);
     for (int i = 1; i < count; ++i) {
         const std::string p = split_path(*prefix, i, static_cast<int>(count));
-        parts.push_back(file::open(p));  // (a missing part: errc::io naming it)
+        parts.push_back(open_part(p));  // (file::open: a missing part is errc::io naming it)
         const file& f = parts.back();
         const auto fno = detail::split_key(f, split_no_key, max_split_count);
         const auto fcount = detail::split_key(f, split_count_key, max_split_count);
@@ -133,6 +136,11 @@ inline std::vector<file> open_split(const std::string& path) {
         fail(errc::format, "gguf split '" + path + "': split.tensors.count = " + std::to_string(*expected) + " but the " +
                                std::to_string(count) + " parts hold " + std::to_string(n_tensors) + " tensors");
     return parts;
+}
+
+// The parts of the model whose (first) file is `path` (mapped, as file::open).
+inline std::vector<file> open_split(const std::string& path) {
+    return open_split(file::open(path), [](const std::string& p) { return file::open(p); });
 }
 
 }  // namespace gguf
