@@ -296,10 +296,10 @@ TEST_CASE("random model: matrices repacked at load (llama_options::repack, CPU_R
 #if defined(TESSERA_X86)
                 CHECK(d1 < 1e-4);  // the same activation quantization on both paths
 #else
-                // AArch64 (GCC contracts multiply-adds there): the two paths' f32 outputs differ in
-                // the last bits, which moves some of the next layer's activations to the other
-                // side of a q8_0 / q8_K rounding step, and this random model amplifies that like
-                // quantization noise. Measured under qemu, the same at every arch: 512 wide 5e-3
+                // AArch64 (most likely GCC contracting multiply-adds there; not traced): the two
+                // paths' f32 outputs differ in the last bits, which moves some of the next layer's
+                // activations to the other side of a q8_0 / q8_K rounding step, and this random
+                // model amplifies that like quantization noise. Measured under qemu, the same at every arch: 512 wide 5e-3
                 // (q4_0) and 1.6e-2 (q4_K), 256 wide 0 and 1e-7. Held to the quantized types'
                 // bound against the same weights in f32 (the test above: 3e-2).
                 CHECK(d1 < 3e-2);
