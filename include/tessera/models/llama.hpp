@@ -35,7 +35,6 @@
 #include <string>
 #include <string_view>
 #include <thread>
-#include <unordered_map>
 #include <vector>
 
 #include "tessera/backend/any.hpp"
@@ -252,8 +251,8 @@ private:
         backend::any_device dev;
         backend::any_backend stream;  // the CPU's is state::cpu
         backend::any_buffer weights, kv;
-        backend::any_buffer repacked;  // (CPU, llama_options::repack) the matrices stored repacked
-        std::unordered_map<std::string, std::size_t> repack_at;  // their offsets in `repacked`
+        backend::any_buffer repacked;          // (CPU, llama_options::repack) the matrices stored repacked
+        std::vector<graph::node*> to_repack;  // their nodes, placed in `repacked` once all are known
         bool upload = false;          // weights are copied into `weights` tensor by tensor
         std::int64_t first = 0, end = 0;
         graph::node* rope_freqs = nullptr;
@@ -350,9 +349,12 @@ private:
         state& s = *s_;
         placed& d = s.devs.at(dev);
         graph::node* n = s.ctx->new_tensor(t.type, t.ne, t.name);
-        if (const auto it = d.repack_at.find(t.name); it != d.repack_at.end()) {
-            backend::tensor_alloc(d.repacked, *n, static_cast<std::byte*>(d.repacked.base()) + it->second);
-            backend::tensor_set(*n, t.data, 0, static_cast<std::size_t>(t.size_bytes));  // stored repacked
+        // llama_options::repack: a matrix mul_mat reads, on the CPU, that CPU_REPACK stores
+        // repacked with no padding: a row that fills part of its last record (768 wide: 1.5
+        // records of 512) costs more bytes per token than the layout saves (docs/models.md)
+        if (s.opt.repack && d.dev.type() == backend::device_type::cpu && multiplied(t.name) && backend::repackable(*n) &&
+            backend::repack_alloc_size(*n) * 288 <= static_cast<std::size_t>(t.size_bytes) * 296) {
+            d.to_repack.push_back(n);  // (memory and bytes once every weight is placed)
             return n;
         }
         const auto section = s.file.data_section();
@@ -360,32 +362,14 @@ private:
         if (d.upload) backend::tensor_set(*n, t.data, 0, static_cast<std::size_t>(t.size_bytes));  // upload once
         return n;
     }
-    // llama_options::repack: the matrices of d's layers (and an untied output.weight on the
-    // last device) that CPU_REPACK stores repacked get offsets in one such buffer.
-    void plan_repack(placed& d) {
-        state& s = *s_;
-        std::vector<std::string> names;
-        for (std::int64_t i = d.first; i < d.end; ++i)
-            for (const char* w : {"attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up", "ffn_down"})
-                names.push_back("blk." + std::to_string(i) + "." + w + ".weight");
-        if (&d == &s.devs.back()) names.emplace_back("output.weight");
-        graph::context probe(graph::context_options{true});
-        std::size_t total = 0;
-        for (const std::string& name : names) {
-            const gguf::tensor_info* t = s.file.find_tensor(name);
-            if (!t) continue;
-            graph::node* n = probe.new_tensor(t->type, t->ne, name);
-            // only where the layout adds no padding: a row that fills part of its last record
-            // (768 wide: 1.5 records of 512) costs more bytes per token than the layout saves
-            // (docs/models.md, random 110 M model)
-            if (!backend::repackable(*n) || backend::repack_alloc_size(*n) * 288 > static_cast<std::size_t>(t->size_bytes) * 296) continue;
-            total = (total + backend::repack_alignment - 1) / backend::repack_alignment * backend::repack_alignment;
-            d.repack_at.emplace(name, total);
-            total += backend::repack_alloc_size(*n);
-        }
-        if (d.repack_at.empty()) return;
-        d.repacked = backend::repack_buffer_type().alloc_buffer(total);
-        d.repacked.set_usage(backend::buffer_usage::weights);
+    // A matrix mul_mat reads as its weights.
+    static bool multiplied(std::string_view name) {
+        if (name == "output.weight") return true;
+        if (!name.starts_with("blk.")) return false;
+        for (const char* w : {".attn_q.weight", ".attn_k.weight", ".attn_v.weight", ".attn_output.weight", ".ffn_gate.weight",
+                              ".ffn_up.weight", ".ffn_down.weight"})
+            if (name.ends_with(w)) return true;
+        return false;
     }
     // The same file tensor as w, also on device dev (tied output, rope_freqs per device).
     graph::node* weight_on(const graph::node* w, std::size_t dev) {
@@ -489,7 +473,6 @@ private:
                     wp = s.weights_copy.get();
                 }
                 d.weights = backend::cpu_buffer_from_ptr(wp, data.size());
-                if (s.opt.repack) plan_repack(d);
                 continue;
             }
             d.stream = d.dev.init_backend(std::to_string(s.n_threads));
@@ -562,6 +545,14 @@ private:
             caches[d].push_back(l.k_cache);
             caches[d].push_back(l.v_cache);
             s.layers.push_back(l);
+        }
+        for (placed& pd : s.devs) {  // llama_options::repack: one CPU_REPACK buffer, the bytes stored repacked
+            if (pd.to_repack.empty()) continue;
+            pd.repacked = backend::alloc_tensors(pd.to_repack, backend::repack_buffer_type(), backend::buffer_usage::weights);
+            for (graph::node* n : pd.to_repack) {
+                const gguf::tensor_info& t = s.file.tensor(n->name);
+                backend::tensor_set(*n, t.data, 0, static_cast<std::size_t>(t.size_bytes));
+            }
         }
         for (std::size_t d = 0; d < s.devs.size(); ++d) {
             placed& pd = s.devs[d];
