@@ -27,9 +27,11 @@ using namespace tessera;
 
 namespace {
 
-std::string temp_dir() {
-    const auto d = std::filesystem::temp_directory_path() /
-                   ("tessera-quantize-test-" + std::to_string(static_cast<long long>(::getpid())));
+// This process's scratch folder (created), or its subfolder `sub`.
+std::string temp_dir(const std::string& sub = {}) {
+    auto d = std::filesystem::temp_directory_path() /
+             ("tessera-quantize-test-" + std::to_string(static_cast<long long>(::getpid())));
+    if (!sub.empty()) d /= sub;
     std::filesystem::create_directories(d);
     return d.string();
 }
@@ -677,8 +679,7 @@ std::string error_of(const std::function<void()>& fn) {
 }  // namespace
 
 TEST_CASE("gguf::open_split: a model in parts, and the parts it refuses") {
-    const std::string dir = temp_dir() + "/split";
-    std::filesystem::create_directories(dir);
+    const std::string dir = temp_dir("split");
     CHECK(gguf::split_path(dir + "/m", 1, 3) == dir + "/m-00002-of-00003.gguf");
     CHECK(gguf::split_prefix("a/m-00002-of-00003.gguf", 1, 3) == std::optional<std::string>("a/m"));
     CHECK_FALSE(gguf::split_prefix("a/m-00002-of-00003.gguf", 0, 3));
@@ -727,8 +728,7 @@ TEST_CASE("gguf::open_split: a model in parts, and the parts it refuses") {
 }
 
 TEST_CASE("quantize_model: a model in parts is merged, or with keep_split written in the same parts") {
-    const std::string dir = temp_dir() + "/keep-split";
-    std::filesystem::create_directories(dir);
+    const std::string dir = temp_dir("keep-split");
     const tiny_model m;
     m.write(dir + "/whole.gguf");
     const auto paths = m.write_split(dir + "/m", {5, 13, 19});
@@ -785,8 +785,7 @@ TEST_CASE("quantize_model: a model in parts is merged, or with keep_split writte
 }
 
 TEST_CASE("quantize_model: COPY keeps every tensor; the keys it sets move to the end, as ggml sets them") {
-    const std::string dir = temp_dir() + "/copy";
-    std::filesystem::create_directories(dir);
+    const std::string dir = temp_dir("copy");
     const tiny_model m(type_id::f16, 1u);  // general.file_type = 1, second key
     m.write(dir + "/in.gguf");
     models::quantize_options o;
@@ -831,8 +830,7 @@ TEST_CASE("quantize_model: COPY keeps every tensor; the keys it sets move to the
 }
 
 TEST_CASE("quantize_model: prune_layers leaves out layers and numbers the others again, as llama-quantize") {
-    const std::string dir = temp_dir() + "/prune";
-    std::filesystem::create_directories(dir);
+    const std::string dir = temp_dir("prune");
     const tiny_model m;
     m.write(dir + "/in.gguf");
     const gguf::file in = gguf::file::open(dir + "/in.gguf");
