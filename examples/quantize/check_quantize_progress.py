@@ -13,14 +13,10 @@ print nothing at all and write the same output file. Exit status 0 when all pass
 """
 import os
 import re
-import shlex
 import struct
-import subprocess
 import sys
-import tempfile
 
-WRAPPER = shlex.split(os.environ.get("MESON_EXE_WRAPPER", ""))
-failures = []
+from quantize_checks import check, gguf_string, run, scratch
 
 # name, ne, expected output type, bytes in, bytes out
 # (in llama-quantize's order, which quantize writes: layer, then name)
@@ -30,17 +26,6 @@ TENSORS = [
     ("c.weight", [48, 2], "f32", 48 * 2 * 4, 48 * 2 * 4),
     ("norm.weight", [64], "f32", 64 * 4, 64 * 4),
 ]
-
-
-def check(cond, what, detail=""):
-    print(("ok   " if cond else "FAIL ") + what + ("" if cond or not detail else "\n     " + detail))
-    if not cond:
-        failures.append(what)
-
-
-def gguf_string(s):
-    b = s.encode()
-    return struct.pack("<Q", len(b)) + b
 
 
 def write_model(path):
@@ -62,18 +47,12 @@ def write_model(path):
         f.write(head + data)
 
 
-def run(exe, args):
-    p = subprocess.run(WRAPPER + [exe] + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
-    return p.returncode, p.stdout, p.stderr.decode("utf-8", "replace")
-
-
 def main(argv):
     if len(argv) != 1:
         print(__doc__)
         return 2
     exe = argv[0]
-    tmp = tempfile.mkdtemp(prefix="tessera-quantize-progress.")
-    try:
+    def body(tmp):
         model = os.path.join(tmp, "in.gguf")
         write_model(model)
         out1, out2 = os.path.join(tmp, "out1.gguf"), os.path.join(tmp, "out2.gguf")
@@ -105,12 +84,8 @@ def main(argv):
         # --quiet does not silence errors
         rc, out, err = run(exe, ["--quiet", os.path.join(tmp, "missing.gguf"), out2, "q8_0"])
         check(rc == 1 and "missing.gguf" in err, "--quiet: an error is still reported", err)
-    finally:
-        for f in os.listdir(tmp):
-            os.remove(os.path.join(tmp, f))
-        os.rmdir(tmp)
-    print("%d failed" % len(failures))
-    return 1 if failures else 0
+
+    return scratch("tessera-quantize-progress.", body)
 
 
 if __name__ == "__main__":

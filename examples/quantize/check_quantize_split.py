@@ -12,31 +12,16 @@ to blk.1 and sets llama.block_count to 2; and the usage errors (a bad layer list
 type option, a later part given first). Exit status 0 when all pass.
 """
 import os
-import shlex
 import struct
-import subprocess
 import sys
-import tempfile
 
-WRAPPER = shlex.split(os.environ.get("MESON_EXE_WRAPPER", ""))
-failures = []
+from quantize_checks import check, gguf_string, run, scratch
 
 TENSORS = [("token_embd.weight", [64, 8])]
 for _l in range(3):
     TENSORS += [("blk.%d.attn_norm.weight" % _l, [64]), ("blk.%d.attn_q.weight" % _l, [64, 4]),
                 ("blk.%d.ffn_down.weight" % _l, [64, 4])]
 TENSORS += [("output_norm.weight", [64]), ("output.weight", [64, 8])]
-
-
-def check(cond, what, detail=""):
-    print(("ok   " if cond else "FAIL ") + what + ("" if cond or not detail else "\n     " + detail))
-    if not cond:
-        failures.append(what)
-
-
-def gguf_string(s):
-    b = s.encode()
-    return struct.pack("<Q", len(b)) + b
 
 
 def tensor_data(i, ne):
@@ -123,30 +108,24 @@ def read_gguf(path):
     return kv, tensors
 
 
-def run(exe, args, cwd):
-    p = subprocess.run(WRAPPER + [exe] + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120, cwd=cwd)
-    return p.returncode, p.stderr.decode("utf-8", "replace")
-
-
 def main(argv):
     if len(argv) != 1:
         print(__doc__)
         return 2
     exe = os.path.abspath(argv[0])
-    tmp = tempfile.mkdtemp(prefix="tessera-quantize-split.")
-    try:
+    def body(tmp):
         n = len(TENSORS)
         write_gguf(os.path.join(tmp, "whole.gguf"), MODEL_KV, range(n))
         write_gguf(os.path.join(tmp, "m-00001-of-00002.gguf"), MODEL_KV + split_kv(0, 2), range(0, 5))
         write_gguf(os.path.join(tmp, "m-00002-of-00002.gguf"), split_kv(1, 2), range(5, n))
 
-        rc, err = run(exe, ["-q", "whole.gguf", "a.gguf", "Q8_0"], tmp)
+        rc, _, err = run(exe, ["-q", "whole.gguf", "a.gguf", "Q8_0"], tmp)
         check(rc == 0, "Q8_0 of the whole model", err)
-        rc, err = run(exe, ["-q", "m-00001-of-00002.gguf", "b.gguf", "Q8_0"], tmp)
+        rc, _, err = run(exe, ["-q", "m-00001-of-00002.gguf", "b.gguf", "Q8_0"], tmp)
         check(rc == 0 and open(os.path.join(tmp, "a.gguf"), "rb").read() == open(os.path.join(tmp, "b.gguf"), "rb").read(),
               "Q8_0 of the two parts = Q8_0 of the whole model, byte for byte", err)
 
-        rc, err = run(exe, ["--keep-split", "m-00001-of-00002.gguf", "c.gguf", "Q8_0"], tmp)
+        rc, _, err = run(exe, ["--keep-split", "m-00001-of-00002.gguf", "c.gguf", "Q8_0"], tmp)
         parts = [os.path.join(tmp, "c-0000%d-of-00002.gguf" % i) for i in (1, 2)]
         check(rc == 0 and all(os.path.exists(p) for p in parts) and "quantize: wrote c-00002-of-00002.gguf\n" in err,
               "--keep-split writes c-00001-of-00002.gguf and c-00002-of-00002.gguf", err[-300:])
@@ -163,7 +142,7 @@ def main(argv):
                       "part %d: split.no = %d, split.count = 2, split.tensors.count = %d" % (i + 1, i, n))
                 check((i == 0) == ("general.architecture" in kv), "part %d: the model's keys only in the first" % (i + 1))
 
-        rc, err = run(exe, ["-q", "whole.gguf", "copy.gguf", "COPY"], tmp)
+        rc, _, err = run(exe, ["-q", "whole.gguf", "copy.gguf", "COPY"], tmp)
         if rc == 0:
             kv, ts = read_gguf(os.path.join(tmp, "copy.gguf"))
             orig = {name: tensor_data(i, ne) for i, (name, ne) in enumerate(TENSORS)}
@@ -173,7 +152,7 @@ def main(argv):
         else:
             check(False, "COPY runs", err)
 
-        rc, err = run(exe, ["--prune-layers", "1", "whole.gguf", "pruned.gguf", "copy"], tmp)
+        rc, _, err = run(exe, ["--prune-layers", "1", "whole.gguf", "pruned.gguf", "copy"], tmp)
         if rc == 0:
             kv, ts = read_gguf(os.path.join(tmp, "pruned.gguf"))
             d = dict(ts)
@@ -192,15 +171,11 @@ def main(argv):
                 (["--prune-layers", "3", "whole.gguf", "bad.gguf", "Q8_0"], 1, "layer 3 is not a layer of the model (llama.block_count = 3)"),
                 (["--pure", "whole.gguf", "bad.gguf", "COPY"], 2, "COPY writes every tensor as it is"),
                 (["m-00002-of-00002.gguf", "bad.gguf", "Q8_0"], 1, "is part 2 of 2: open the first part")):
-            rc, err = run(exe, args, tmp)
+            rc, _, err = run(exe, args, tmp)
             check(rc == status and msg in err and not os.path.exists(os.path.join(tmp, "bad.gguf")),
                   "refused (%d): %s" % (status, " ".join(args)), err)
-    finally:
-        for f in os.listdir(tmp):
-            os.remove(os.path.join(tmp, f))
-        os.rmdir(tmp)
-    print("%d failed" % len(failures))
-    return 1 if failures else 0
+
+    return scratch("tessera-quantize-split.", body)
 
 
 if __name__ == "__main__":
