@@ -8,6 +8,12 @@
 //   N = 1    weight_GB/s and dram_ratio = weight_GB/s / the DRAM read bandwidth measured
 //            in this process; the benchmark cycles through >= 1 GiB of weight copies so
 //            every product reads its weights from DRAM ("stream")
+//
+// bm_matvec_shape: the same N = 1 product on the weight shapes of bench_models' 110 M
+// model (K x M = 768 x 768 attention, 768 x 2048 ffn_gate / ffn_up, 2048 x 768 ffn_down),
+// where a row is 768 or 2048 wide and each chunk of rows is short, for the types a
+// generated token reads (f32, f16, bf16, q8_0, q4_0, q4_K, q6_K; q4_0 / q8_0 / q4_K also
+// repacked).
 #include <benchmark/benchmark.h>
 
 #include <chrono>
@@ -28,7 +34,7 @@ using namespace tessera;
 using namespace tessera::graph;
 namespace be = tessera::backend;
 
-constexpr std::int64_t K = 4096, M = 4096;
+constexpr std::int64_t K4096 = 4096;
 
 std::vector<float> random_floats(std::size_t n, unsigned seed) {
     std::mt19937 rng(seed);
@@ -38,11 +44,12 @@ std::vector<float> random_floats(std::size_t n, unsigned seed) {
     return v;
 }
 
-// The weights' bytes in type t (quantized / converted from one random f32 matrix).
-const std::vector<std::byte>& weight_bytes(type_id t) {
+// The weights' bytes in type t, K x M (quantized / converted from one random f32 matrix).
+const std::vector<std::byte>& weight_bytes(type_id t, std::int64_t K, std::int64_t M) {
     static type_id cached_t = type_id::f32;
+    static std::int64_t cached_k = 0, cached_m = 0;
     static std::vector<std::byte> cached;
-    if (cached.empty() || cached_t != t) {
+    if (cached.empty() || cached_t != t || cached_k != K || cached_m != M) {
         const auto f = random_floats(static_cast<std::size_t>(K * M), 42);
         cached.assign(static_cast<std::size_t>(row_size(t, K) * M), std::byte{0});
         if (t == type_id::f32) {
@@ -63,15 +70,15 @@ const std::vector<std::byte>& weight_bytes(type_id t) {
                 std::memcpy(cached.data() + static_cast<std::size_t>(r) * rb, cached.data(), static_cast<std::size_t>(slab) * rb);
         }
         cached_t = t;
+        cached_k = K;
+        cached_m = M;
     }
     return cached;
 }
 
-void bm_mul_mat(benchmark::State& st, type_id wt, bool repack) {
-    const std::int64_t N = st.range(0);
-    const int threads = static_cast<int>(st.range(1));
+void run_mul_mat(benchmark::State& st, type_id wt, bool repack, std::int64_t K, std::int64_t M, std::int64_t N, int threads) {
     const bool stream = N == 1;
-    const auto& wb = weight_bytes(wt);
+    const auto& wb = weight_bytes(wt, K, M);
     const std::size_t copies = stream ? std::max<std::size_t>(2, ((std::size_t{1} << 30) + wb.size() - 1) / wb.size()) : 1;
 
     context ctx({true});
@@ -122,6 +129,18 @@ void bm_mul_mat(benchmark::State& st, type_id wt, bool repack) {
     st.SetLabel(std::string(simd::name_of(simd::active_arch())));
 }
 
+void bm_mul_mat(benchmark::State& st, type_id wt, bool repack) {
+    run_mul_mat(st, wt, repack, K4096, K4096, st.range(0), static_cast<int>(st.range(1)));
+}
+void bm_matvec_shape(benchmark::State& st, type_id wt, bool repack) {
+    run_mul_mat(st, wt, repack, st.range(0), st.range(1), 1, static_cast<int>(st.range(2)));
+}
+void shapes(benchmark::internal::Benchmark* b) {
+    for (auto [k, m] : {std::pair{768, 768}, std::pair{768, 2048}, std::pair{2048, 768}})
+        for (int t : {1, 2}) b->Args({k, m, t});
+    b->ArgNames({"K", "M", "threads"})->Unit(benchmark::kMicrosecond)->UseRealTime()->MinTime(0.3);
+}
+
 void args(benchmark::internal::Benchmark* b) {
     for (int n : {1, 64, 512})
         for (int t : {1, 2}) b->Args({n, t});
@@ -155,4 +174,14 @@ BENCHMARK_CAPTURE(bm_mul_mat, iq2_xs, type_id::iq2_xs, false)->Apply(args);
 BENCHMARK_CAPTURE(bm_mul_mat, iq2_xxs, type_id::iq2_xxs, false)->Apply(args);
 BENCHMARK_CAPTURE(bm_mul_mat, iq1_m, type_id::iq1_m, false)->Apply(args);
 BENCHMARK_CAPTURE(bm_mul_mat, iq1_s, type_id::iq1_s, false)->Apply(args);
+BENCHMARK_CAPTURE(bm_matvec_shape, f32, type_id::f32, false)->Apply(shapes);
+BENCHMARK_CAPTURE(bm_matvec_shape, f16, type_id::f16, false)->Apply(shapes);
+BENCHMARK_CAPTURE(bm_matvec_shape, bf16, type_id::bf16, false)->Apply(shapes);
+BENCHMARK_CAPTURE(bm_matvec_shape, q8_0, type_id::q8_0, false)->Apply(shapes);
+BENCHMARK_CAPTURE(bm_matvec_shape, q8_0_repack, type_id::q8_0, true)->Apply(shapes);
+BENCHMARK_CAPTURE(bm_matvec_shape, q4_0, type_id::q4_0, false)->Apply(shapes);
+BENCHMARK_CAPTURE(bm_matvec_shape, q4_0_repack, type_id::q4_0, true)->Apply(shapes);
+BENCHMARK_CAPTURE(bm_matvec_shape, q4_K, type_id::q4_K, false)->Apply(shapes);
+BENCHMARK_CAPTURE(bm_matvec_shape, q4_K_repack, type_id::q4_K, true)->Apply(shapes);
+BENCHMARK_CAPTURE(bm_matvec_shape, q6_K, type_id::q6_K, false)->Apply(shapes);
 }  // namespace

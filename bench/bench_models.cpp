@@ -1,10 +1,16 @@
 // Whole-model speed of llama_model (models/llama.hpp): prompt processing of 512 tokens
-// in one graph (pp512) and generation one token per graph with the KV cache (tg), for
+// in one graph (pp512) and generation one token per graph with the KV cache (tg: after a
+// 16-token prompt, 128 tokens, then back to 16, so attention reads 16 .. 143 positions), for
 // stories260K from ../shared/data (skipped when absent) and a random-weight model of
 // about 110 M parameters (n_embd 768, 12 layers, n_ff 2048, 16000 tokens) with f32,
-// q8_0, q4_0 and q4_K weights, at 1 and 2 threads; the quantized ones with the weight
+// f16, q8_0, q4_0 and q4_K weights, at 1 and 2 threads; the quantized ones with the weight
 // matrices read in place from the mapping (second argument 0, the default) and repacked at
 // load (1, llama_options::repack).
+//
+// TESSERA_BENCH_MODEL=a.gguf[,b.gguf...] adds the same two benchmarks for each file named
+// (as "file:<name>/pp512" and "file:<name>/tg", both layouts), e.g. to set tessera beside
+// another runtime on one GGUF file. `generate --random-size 110M --random-type T
+// --random-out F` writes the random models above to a file (the same bytes).
 //
 // Counters: tokens/s; for tg also weight_GB/s (the weights are read once per token)
 // and its ratio to the DRAM read bandwidth measured in the same run (bench/machine.hpp).
@@ -61,7 +67,7 @@ std::vector<std::int32_t> tokens(std::int64_t n, std::int64_t n_vocab) {
 
 void pp512(benchmark::State& state, const std::string& path) {
     if (path.empty()) {
-        state.SkipWithError("model file absent (set TESSERA_SHARED_DATA)");
+        state.SkipWithError("model file absent (stories260K: set TESSERA_SHARED_DATA; TESSERA_BENCH_MODEL: a path that is not there)");
         return;
     }
     const int threads = static_cast<int>(state.range(0));
@@ -80,7 +86,7 @@ void pp512(benchmark::State& state, const std::string& path) {
 
 void tg(benchmark::State& state, const std::string& path) {
     if (path.empty()) {
-        state.SkipWithError("model file absent (set TESSERA_SHARED_DATA)");
+        state.SkipWithError("model file absent (stories260K: set TESSERA_SHARED_DATA; TESSERA_BENCH_MODEL: a path that is not there)");
         return;
     }
     const int threads = static_cast<int>(state.range(0));
@@ -91,7 +97,7 @@ void tg(benchmark::State& state, const std::string& path) {
     (void)m.eval(toks);
     std::int32_t next = 5;
     for (auto _ : state) {
-        if (m.n_past() >= 256) {  // keep the attention length in a fixed range
+        if (m.n_past() >= 16 + 128) {  // attention over 16 .. 143 positions: a 16-token prompt and 128 generated
             state.PauseTiming();
             m.truncate(16);
             state.ResumeTiming();
@@ -106,15 +112,37 @@ void tg(benchmark::State& state, const std::string& path) {
     state.counters["params_M"] = static_cast<double>(m.n_params()) / 1e6;
 }
 
+// The files named in TESSERA_BENCH_MODEL (comma-separated).
+std::vector<std::string> extra_models() {
+    std::vector<std::string> r;
+    const char* env = std::getenv("TESSERA_BENCH_MODEL");
+    if (!env) return r;
+    std::string s = env;
+    for (std::size_t b = 0; b <= s.size();) {
+        std::size_t e = s.find(',', b);
+        if (e == std::string::npos) e = s.size();
+        if (e > b) r.push_back(s.substr(b, e - b));
+        b = e + 1;
+    }
+    return r;
+}
+
 void register_all() {
     const std::string stories = stories_path();
     benchmark::RegisterBenchmark("stories260K/pp512", pp512, stories)->Args({1, 0})->Args({2, 0})->UseRealTime()->Unit(benchmark::kMillisecond);
     benchmark::RegisterBenchmark("stories260K/tg", tg, stories)->Args({1, 0})->Args({2, 0})->UseRealTime()->Unit(benchmark::kMillisecond);
-    for (type_id t : {type_id::f32, type_id::q8_0, type_id::q4_0, type_id::q4_K}) {
+    for (const std::string& p : extra_models()) {
+        const std::string name = "file:" + std::filesystem::path(p).filename().string();
+        // a missing file is reported by the benchmark (SkipWithError), not at registration
+        const std::string path = std::filesystem::exists(p) ? p : std::string();
+        benchmark::RegisterBenchmark((name + "/pp512").c_str(), pp512, path)->ArgsProduct({{1, 2}, {0, 1}})->UseRealTime()->Iterations(2)->Unit(benchmark::kMillisecond);
+        benchmark::RegisterBenchmark((name + "/tg").c_str(), tg, path)->ArgsProduct({{1, 2}, {0, 1}})->UseRealTime()->MinTime(1.0)->Unit(benchmark::kMillisecond);
+    }
+    for (type_id t : {type_id::f32, type_id::f16, type_id::q8_0, type_id::q4_0, type_id::q4_K}) {
         const std::string name = "random110M_" + std::string(type_name(t));
         // the model file is written when the benchmark first runs (not when only listing)
         auto lazy = [t](auto fn) { return [t, fn](benchmark::State& s) { fn(s, random_path(t)); }; };
-        const std::vector<std::int64_t> repack = t == type_id::f32 ? std::vector<std::int64_t>{0} : std::vector<std::int64_t>{0, 1};
+        const std::vector<std::int64_t> repack = t == type_id::f32 || t == type_id::f16 ? std::vector<std::int64_t>{0} : std::vector<std::int64_t>{0, 1};
         benchmark::RegisterBenchmark((name + "/pp512").c_str(), lazy(pp512))->ArgsProduct({{1, 2}, repack})->UseRealTime()->Iterations(2)->Unit(benchmark::kMillisecond);
         benchmark::RegisterBenchmark((name + "/tg").c_str(), lazy(tg))->ArgsProduct({{1, 2}, repack})->UseRealTime()->MinTime(1.0)->Unit(benchmark::kMillisecond);
     }
