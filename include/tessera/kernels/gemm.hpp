@@ -64,9 +64,9 @@ TESSERA_ALWAYS_INLINE void gemm_tile(const T* a, std::size_t lda, const float* b
     for (; k + w <= K; k += w) {
         B av[TM];
         for (int m = 0; m < TM; ++m) av[m] = load_wide<A>(a + static_cast<std::size_t>(m) * lda + k, A{});
-        if constexpr (!std::is_same_v<T, float>)  // 16-bit rows: fetch each row 1 KiB ahead, once a cache line
+        if constexpr (!std::is_same_v<T, float>)  // 16-bit rows: fetch the next tile's rows into L2, once a cache line
             if (k % (64 / sizeof(T)) == 0)
-                for (int m = 0; m < TM; ++m) __builtin_prefetch(a + static_cast<std::size_t>(m) * lda + k + gemm_h16_prefetch, 0, 3);
+                for (int m = 0; m < TM; ++m) __builtin_prefetch(a + static_cast<std::size_t>(TM + m) * lda + k, 0, 2);
         for (int n = 0; n < TN; ++n) {
             const B bv = B::load_unaligned(b + static_cast<std::size_t>(n) * ldb + k);
             for (int m = 0; m < TM; ++m) acc[m][n] = xsimd::fma(av[m], bv, acc[m][n]);
