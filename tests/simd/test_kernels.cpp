@@ -64,53 +64,47 @@ TEST_CASE("axpy_f32 matches the scalar reference within one rounding of each ter
     }
 }
 
-TEST_CASE("dot_f16_f32 and axpy_f16_f32 (f16 x) match double references for every arch and length") {
+TEST_CASE("axpy_rows (f32 and f16 rows) matches a double reference for every arch, width and row count") {
     for (auto a : simd::available_archs()) {
-        const auto dot = simd::kernel_for<kernels::dot_f16_f32>(a);
-        const auto axpy = simd::kernel_for<kernels::axpy_f16_f32>(a);
-        for (std::size_t n : {0, 1, 3, 7, 8, 9, 15, 16, 17, 24, 33, 64, 127, 128, 129, 1031}) {
-            const auto xf = random_floats(n, 3 + static_cast<unsigned>(n), -4.f, 4.f);
-            const auto y = random_floats(n, 500 + static_cast<unsigned>(n));
-            std::vector<f16> x(n);
-            for (std::size_t i = 0; i < n; ++i) x[i] = f16::from_float(xf[i]);
-            double ref = 0, mag = 0;
-            for (std::size_t i = 0; i < n; ++i) {
-                const double t = static_cast<double>(x[i].to_float()) * y[i];
-                ref += t;
-                mag += std::fabs(t);
+        const auto rows32 = simd::kernel_for<kernels::axpy_rows_f32>(a);
+        const auto rows16 = simd::kernel_for<kernels::axpy_rows_f16_f32>(a);
+        for (std::size_t n : {0, 1, 3, 8, 15, 16, 17, 33, 64, 80, 100, 128, 129, 256, 300}) {
+            for (std::size_t rows : {0, 1, 2, 7, 128}) {
+                const std::size_t ldx = n + 5;  // rows apart by more than their width
+                const auto xf = random_floats(rows * ldx, 11 + static_cast<unsigned>(n * 131 + rows), -4.f, 4.f);
+                std::vector<f16> xh(xf.size());
+                for (std::size_t i = 0; i < xf.size(); ++i) xh[i] = f16::from_float(xf[i]);
+                auto p = random_floats(rows, 21 + static_cast<unsigned>(rows));
+                // every third weight is 0 and its row holds NaN: such a row must not be read
+                std::vector<float> x32 = xf;
+                for (std::size_t j = 0; j < rows; j += 3) {
+                    p[j] = 0.f;
+                    for (std::size_t i = 0; i < n; ++i) {
+                        x32[j * ldx + i] = std::nanf("");
+                        xh[j * ldx + i] = f16::from_float(std::nanf(""));
+                    }
+                }
+                const auto y0 = random_floats(n, 31 + static_cast<unsigned>(n));
+                auto y32 = y0, y16 = y0;
+                rows32(p.data(), x32.data(), ldx, rows, y32.data(), n);
+                rows16(p.data(), xh.data(), ldx, rows, y16.data(), n);
+                CAPTURE(arch_str(a));
+                CAPTURE(n);
+                CAPTURE(rows);
+                for (std::size_t i = 0; i < n; ++i) {
+                    double r32 = y0[i], r16 = y0[i], m32 = std::fabs(static_cast<double>(y0[i])), m16 = m32;
+                    for (std::size_t j = 0; j < rows; ++j) {
+                        if (p[j] == 0.f) continue;
+                        const double t32 = static_cast<double>(p[j]) * x32[j * ldx + i];
+                        const double t16 = static_cast<double>(p[j]) * xh[j * ldx + i].to_float();
+                        r32 += t32, r16 += t16, m32 += std::fabs(t32), m16 += std::fabs(t16);
+                    }
+                    // one f32 rounding per term: rows * eps of the sum of magnitudes
+                    const double tol = 1.2e-7 * static_cast<double>(rows + 1);
+                    REQUIRE(std::fabs(y32[i] - r32) <= tol * m32);
+                    REQUIRE(std::fabs(y16[i] - r16) <= tol * m16);
+                }
             }
-            CAPTURE(arch_str(a));
-            CAPTURE(n);
-            CHECK(std::fabs(dot(x.data(), y.data(), n) - ref) <= 1e-6 * mag + 1e-30);
-            auto z = random_floats(n, 900 + static_cast<unsigned>(n));
-            const auto z0 = z;
-            const float alpha = -1.25f;
-            axpy(alpha, x.data(), z.data(), n);
-            for (std::size_t i = 0; i < n; ++i) {
-                const double t = static_cast<double>(alpha) * x[i].to_float();
-                REQUIRE(std::fabs(z[i] - (z0[i] + t)) <= 1.2e-7 * (std::fabs(static_cast<double>(z0[i])) + std::fabs(t)));
-            }
-        }
-    }
-}
-
-TEST_CASE("dot_bf16_f32 (bf16 x) matches a double reference for every arch and length") {
-    for (auto a : simd::available_archs()) {
-        const auto dot = simd::kernel_for<kernels::dot_bf16_f32>(a);
-        for (std::size_t n : {0, 1, 3, 7, 8, 9, 15, 16, 17, 24, 33, 64, 127, 128, 129, 1031}) {
-            const auto xf = random_floats(n, 7 + static_cast<unsigned>(n), -4.f, 4.f);
-            const auto y = random_floats(n, 600 + static_cast<unsigned>(n));
-            std::vector<bf16> x(n);
-            for (std::size_t i = 0; i < n; ++i) x[i] = bf16::from_float(xf[i]);
-            double ref = 0, mag = 0;
-            for (std::size_t i = 0; i < n; ++i) {
-                const double t = static_cast<double>(x[i].to_float()) * y[i];
-                ref += t;
-                mag += std::fabs(t);
-            }
-            CAPTURE(arch_str(a));
-            CAPTURE(n);
-            CHECK(std::fabs(dot(x.data(), y.data(), n) - ref) <= 1e-6 * mag + 1e-30);
         }
     }
 }

@@ -1223,10 +1223,12 @@ inline void flash_attn_tiled(const node& d, const exec_params& p) {
 }
 
 // Flash attention for a few queries (decoding): the rows of one work item are up to
-// fa_q_block (query, head) pairs that read the same KV head (GQA heads share it), so each
-// K/V row is converted to f32 once (into a buffer that stays in L1) for all of them. Per
-// block of fa_tile_kv KV rows: the scores are dot products, the online softmax runs on
-// the block with the vector kernels, and the outputs accumulate axpys of the V rows.
+// fa_q_block (query, head) pairs that read the same KV head (GQA heads share it). Per
+// block of fa_tile_kv KV rows: the scores come from the few-columns GEMM (gemm_f32 /
+// gemm_h16_f32 on the K rows in place, several rows per pass), the online softmax runs on
+// the block with the vector kernels, and axpy_rows adds the block's V rows, weighted by
+// the probabilities, to each output held in registers. K / V rows of other types are
+// converted to f32 once per row (into a buffer that stays in L1) for all the queries.
 inline void flash_attn_rows(const node& d, const exec_params& p) {
     const node& q = *d.src[0];
     const node& kk = *d.src[1];
@@ -1243,7 +1245,12 @@ inline void flash_attn_rows(const node& d, const exec_params& p) {
     float *rmax = buf(L.stats), *rsum = rmax + fa_q_block, *slope = rsum + fa_q_block;
     const auto rdk = static_cast<std::int64_t>(detail::align_up(static_cast<std::size_t>(Dk), 16));
     const auto rdv = static_cast<std::int64_t>(detail::align_up(static_cast<std::size_t>(Dv), 16));
-    const bool k_f16 = kk.lay.type == type_id::f16 && kk.lay.nb[0] == 2, v_f16 = v.lay.type == type_id::f16 && v.lay.nb[0] == 2;
+    // rows read in place: f16 / f32 with contiguous elements and whole-element row strides
+    const auto in_place = [](const node& t, type_id ty, std::size_t e) {
+        return t.lay.type == ty && t.lay.nb[0] == e && t.lay.nb[1] % e == 0;
+    };
+    const bool k_f16 = in_place(kk, type_id::f16, 2), k_f32 = in_place(kk, type_id::f32, 4);
+    const bool v_f16 = in_place(v, type_id::f16, 2), v_f32 = in_place(v, type_id::f32, 4);
     constexpr float ninf = -std::numeric_limits<float>::infinity();
     // items: (chunk of the rk2 * n_q (head, query) rows of one KV head, KV head, i3)
     const std::int64_t per_kv = rk2 * n_q, chunks = (per_kv + fa_q_block - 1) / fa_q_block;
@@ -1277,15 +1284,21 @@ inline void flash_attn_rows(const node& d, const exec_params& p) {
                     for (std::int64_t j = 0; j < kl && !any; ++j) any = mt[j] != ninf;
                 }
             if (!any) continue;
-            // scores: each K row converted once (into L1) and dotted with every row's query
-            for (std::int64_t j = 0; j < kl; ++j) {
-                if (k_f16) {  // f16 rows are read as they are
-                    const auto* kr = reinterpret_cast<const f16*>(row_ptr(kk, kv0 + j, ik2, ik3));
-                    for (std::int64_t b = 0; b < nb; ++b) z[b * fa_tile_kv + j] = k.dot_f16(kr, qb + b * rdk, static_cast<std::size_t>(Dk));
-                    continue;
+            // scores: K rows read in place (f32 / f16) as the a rows of the few-columns GEMM
+            // (z[b][j] = K_j . q_b, several rows at once); other types converted row by row
+            if (k_f16 || k_f32) {
+                const std::byte* k0 = row_ptr(kk, kv0, ik2, ik3);
+                if (k_f16)
+                    k.gemm_h16(kernels::detail::gemm_a_type::f16, k0, kk.lay.nb[1] / 2, qb, static_cast<std::size_t>(rdk), z,
+                               static_cast<std::size_t>(fa_tile_kv), n, static_cast<std::size_t>(nb), static_cast<std::size_t>(Dk));
+                else
+                    k.gemm(reinterpret_cast<const float*>(k0), kk.lay.nb[1] / 4, qb, static_cast<std::size_t>(rdk), z,
+                           static_cast<std::size_t>(fa_tile_kv), n, static_cast<std::size_t>(nb), static_cast<std::size_t>(Dk));
+            } else {
+                for (std::int64_t j = 0; j < kl; ++j) {
+                    const float* kr = fa_row(k, kk, kv0 + j, ik2, ik3, kb);
+                    for (std::int64_t b = 0; b < nb; ++b) z[b * fa_tile_kv + j] = k.dot(qb + b * rdk, kr, static_cast<std::size_t>(Dk));
                 }
-                const float* kr = fa_row(k, kk, kv0 + j, ik2, ik3, kb);
-                for (std::int64_t b = 0; b < nb; ++b) z[b * fa_tile_kv + j] = k.dot(qb + b * rdk, kr, static_cast<std::size_t>(Dk));
             }
             // online softmax per row; the probabilities overwrite the scores, f rescales acc
             for (std::int64_t b = 0; b < nb; ++b) {
@@ -1310,17 +1323,24 @@ inline void flash_attn_rows(const node& d, const exec_params& p) {
                 rsum[b] = rsum[b] * f + static_cast<float>(sum);
                 rmax[b] = m_new;
             }
-            // acc += P V: each V row converted once and added to every row with its weight
-            for (std::int64_t j = 0; j < kl; ++j) {
-                if (v_f16) {
-                    const auto* vr = reinterpret_cast<const f16*>(row_ptr(v, kv0 + j, ik2, ik3));
-                    for (std::int64_t b = 0; b < nb; ++b)
-                        if (const float pj = z[b * fa_tile_kv + j]; pj != 0.f) k.axpy_f16(pj, vr, acc + b * rdv, static_cast<std::size_t>(Dv));
-                    continue;
+            // acc += P V: f32 / f16 V rows read in place, the block's rows summed into acc in
+            // registers (rows of probability 0 skipped); other types converted row by row
+            if (v_f16 || v_f32) {
+                const std::byte* v0 = row_ptr(v, kv0, ik2, ik3);
+                for (std::int64_t b = 0; b < nb; ++b) {
+                    if (v_f16)
+                        k.axpy_rows_f16(z + b * fa_tile_kv, reinterpret_cast<const f16*>(v0), v.lay.nb[1] / 2, n, acc + b * rdv,
+                                        static_cast<std::size_t>(Dv));
+                    else
+                        k.axpy_rows(z + b * fa_tile_kv, reinterpret_cast<const float*>(v0), v.lay.nb[1] / 4, n, acc + b * rdv,
+                                    static_cast<std::size_t>(Dv));
                 }
-                const float* vr = fa_row(k, v, kv0 + j, ik2, ik3, vb);
-                for (std::int64_t b = 0; b < nb; ++b)
-                    if (const float pj = z[b * fa_tile_kv + j]; pj != 0.f) k.axpy(pj, vr, acc + b * rdv, static_cast<std::size_t>(Dv));
+            } else {
+                for (std::int64_t j = 0; j < kl; ++j) {
+                    const float* vr = fa_row(k, v, kv0 + j, ik2, ik3, vb);
+                    for (std::int64_t b = 0; b < nb; ++b)
+                        if (const float pj = z[b * fa_tile_kv + j]; pj != 0.f) k.axpy(pj, vr, acc + b * rdv, static_cast<std::size_t>(Dv));
+                }
             }
         }
         for (std::int64_t b = 0; b < nb; ++b) {

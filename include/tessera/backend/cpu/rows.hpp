@@ -39,8 +39,8 @@ struct kernel_set {
     simd::kernel_fn<kernels::gemm_h16_f32> gemm_h16;
     simd::kernel_fn<kernels::dot_f32> dot;
     simd::kernel_fn<kernels::axpy_f32> axpy;
-    simd::kernel_fn<kernels::dot_f16_f32> dot_f16;
-    simd::kernel_fn<kernels::axpy_f16_f32> axpy_f16;
+    simd::kernel_fn<kernels::axpy_rows_f32> axpy_rows;
+    simd::kernel_fn<kernels::axpy_rows_f16_f32> axpy_rows_f16;
     simd::kernel_fn<kernels::f16_to_f32> f16_to_f32;
     simd::kernel_fn<kernels::f32_to_f16> f32_to_f16;
     simd::kernel_fn<kernels::bf16_to_f32> bf16_to_f32;
@@ -64,8 +64,8 @@ struct kernel_set {
                 simd::kernel_for<kernels::gemm_h16_f32>(a),
                 simd::kernel_for<kernels::dot_f32>(a),
                 simd::kernel_for<kernels::axpy_f32>(a),
-                simd::kernel_for<kernels::dot_f16_f32>(a),
-                simd::kernel_for<kernels::axpy_f16_f32>(a),
+                simd::kernel_for<kernels::axpy_rows_f32>(a),
+                simd::kernel_for<kernels::axpy_rows_f16_f32>(a),
                 simd::kernel_for<kernels::f16_to_f32>(a),
                 simd::kernel_for<kernels::f32_to_f16>(a),
                 simd::kernel_for<kernels::bf16_to_f32>(a),
