@@ -48,10 +48,10 @@ void gemm_rows(const T* a, std::size_t lda, const float* b, std::size_t ldb, flo
         }
 }
 
-// How far ahead (in elements) the 16-bit tiles prefetch their rows. The hardware
-// prefetchers alone left a matrix-vector product of f16 / bf16 rows at 0.6 of the DRAM
-// read rate where f32 rows reach it (bench_matmul, docs/kernels.md); with it, 0.93-0.99.
-inline constexpr std::size_t gemm_h16_prefetch = 512;
+// The 16-bit tiles prefetch (into L2) the next tile's rows at the column they read: the
+// hardware prefetchers alone left a matrix-vector product of f16 / bf16 rows at 0.6 of the
+// DRAM read rate where f32 rows reach it, 0.55 at 768-wide rows (bench_matmul,
+// docs/kernels.md).
 
 template <class A, int TM, int TN, class T>
 TESSERA_ALWAYS_INLINE void gemm_tile(const T* a, std::size_t lda, const float* b, std::size_t ldb, float* c,
