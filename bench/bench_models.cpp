@@ -131,20 +131,23 @@ void register_all() {
     const std::string stories = stories_path();
     benchmark::RegisterBenchmark("stories260K/pp512", pp512, stories)->Args({1, 0})->Args({2, 0})->UseRealTime()->Unit(benchmark::kMillisecond);
     benchmark::RegisterBenchmark("stories260K/tg", tg, stories)->Args({1, 0})->Args({2, 0})->UseRealTime()->Unit(benchmark::kMillisecond);
+    // pp512 and tg of one model at 1 and 2 threads x the repack values; path() gives its file
+    auto both = [](const std::string& name, auto path, const std::vector<std::int64_t>& repack) {
+        benchmark::RegisterBenchmark((name + "/pp512").c_str(), [path](benchmark::State& s) { pp512(s, path()); })
+            ->ArgsProduct({{1, 2}, repack})->UseRealTime()->Iterations(2)->Unit(benchmark::kMillisecond);
+        benchmark::RegisterBenchmark((name + "/tg").c_str(), [path](benchmark::State& s) { tg(s, path()); })
+            ->ArgsProduct({{1, 2}, repack})->UseRealTime()->MinTime(1.0)->Unit(benchmark::kMillisecond);
+    };
     for (const std::string& p : extra_models()) {
-        const std::string name = "file:" + std::filesystem::path(p).filename().string();
         // a missing file is reported by the benchmark (SkipWithError), not at registration
         const std::string path = std::filesystem::exists(p) ? p : std::string();
-        benchmark::RegisterBenchmark((name + "/pp512").c_str(), pp512, path)->ArgsProduct({{1, 2}, {0, 1}})->UseRealTime()->Iterations(2)->Unit(benchmark::kMillisecond);
-        benchmark::RegisterBenchmark((name + "/tg").c_str(), tg, path)->ArgsProduct({{1, 2}, {0, 1}})->UseRealTime()->MinTime(1.0)->Unit(benchmark::kMillisecond);
+        both("file:" + std::filesystem::path(p).filename().string(), [path] { return path; }, {0, 1});
     }
     for (type_id t : {type_id::f32, type_id::f16, type_id::q8_0, type_id::q4_0, type_id::q4_K}) {
-        const std::string name = "random110M_" + std::string(type_name(t));
         // the model file is written when the benchmark first runs (not when only listing)
-        auto lazy = [t](auto fn) { return [t, fn](benchmark::State& s) { fn(s, random_path(t)); }; };
-        const std::vector<std::int64_t> repack = t == type_id::f32 || t == type_id::f16 ? std::vector<std::int64_t>{0} : std::vector<std::int64_t>{0, 1};
-        benchmark::RegisterBenchmark((name + "/pp512").c_str(), lazy(pp512))->ArgsProduct({{1, 2}, repack})->UseRealTime()->Iterations(2)->Unit(benchmark::kMillisecond);
-        benchmark::RegisterBenchmark((name + "/tg").c_str(), lazy(tg))->ArgsProduct({{1, 2}, repack})->UseRealTime()->MinTime(1.0)->Unit(benchmark::kMillisecond);
+        const bool floats = t == type_id::f32 || t == type_id::f16;
+        both("random110M_" + std::string(type_name(t)), [t] { return random_path(t); },
+             floats ? std::vector<std::int64_t>{0} : std::vector<std::int64_t>{0, 1});
     }
 }
 
